@@ -1,0 +1,266 @@
+package nmauth
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ErrNotFound is returned by a [Store] read or update when the record does
+// not exist.
+var ErrNotFound = errors.New("nmauth: not found")
+
+// ErrExists is returned by [Store.CreateUser] and [Store.CreateHost] when a
+// record with the same key is already stored.
+var ErrExists = errors.New("nmauth: already exists")
+
+// User is the stored record of a user account.
+//
+// Name is the PRECIS-prepared username (see [PrepareUsername]) and is the
+// record's key. No field holds a secret in the clear: PasswordHash is a PHC
+// string, TOTPSecret is sealed with AES-256-GCM under a key the Store never
+// sees, and RecoveryCodes holds only hashes.
+type User struct {
+	Name         string
+	PasswordHash string
+	Disabled     bool
+
+	// TOTPSecret is the sealed TOTP secret; nil while TOTP is off.
+	TOTPSecret []byte
+	// TOTPLastStep is the last accepted 30-second step: a code is accepted
+	// only for a later step, so no code is ever used twice.
+	TOTPLastStep int64
+	// TOTPFailures counts consecutive wrong codes across all pre-auth
+	// tokens; it drives the backoff and resets on a correct code.
+	TOTPFailures int
+	// TOTPBlockedUntil is the end of the current TOTP backoff.
+	TOTPBlockedUntil time.Time
+	// PreAuthID is the jti of the one pre-auth token that may still be
+	// redeemed; a new login replaces it and a correct code consumes it.
+	PreAuthID string
+	// PreAuthFailures counts wrong codes sent with PreAuthID.
+	PreAuthFailures int
+	// RecoveryCodes holds the hashes of the unused recovery codes.
+	RecoveryCodes []string
+
+	// PasswordFailures counts consecutive wrong passwords.
+	PasswordFailures int
+	// PasswordBlockedUntil is the end of the current password backoff.
+	PasswordBlockedUntil time.Time
+
+	// TokensValidAfter revokes every token issued before it.
+	TokensValidAfter time.Time
+	CreatedAt        time.Time
+}
+
+// TOTPEnabled reports whether the user has finished TOTP enrollment.
+func (u *User) TOTPEnabled() bool { return len(u.TOTPSecret) > 0 }
+
+// Host is the stored record of a host (a machine that joins networks).
+type Host struct {
+	ID string
+	// MACAddress, when set, is the only MAC address the host may log in
+	// with. It is stored in canonical lower-case colon form.
+	MACAddress   string
+	PasswordHash string
+	Disabled     bool
+
+	PasswordFailures     int
+	PasswordBlockedUntil time.Time
+
+	TokensValidAfter time.Time
+	CreatedAt        time.Time
+}
+
+// Store keeps users, hosts and the counters that must hold across replicas.
+// It is the only shared state of an [Authenticator].
+//
+// Every method takes a context first and must honour its cancellation. A
+// read of a missing record returns [ErrNotFound]; a create of an existing
+// key returns [ErrExists]; other errors are for system failures only. A
+// delete of a missing record is a no-op and returns nil.
+//
+// UpdateUser and UpdateHost are the only read-modify-write primitives. They
+// load the record, call fn on a copy, and store the result atomically with
+// respect to every other update of the same record, across processes where
+// the Store is shared (a SQL store runs them in one transaction holding a
+// row lock). If fn returns an error nothing is written and that error is
+// returned unchanged. fn may run more than once if the Store retries a
+// conflicting transaction, so it must not have side effects.
+//
+// Stores return copies: mutating a returned record never changes the Store.
+type Store interface {
+	GetUser(ctx context.Context, name string) (User, error)
+	ListUsers(ctx context.Context) ([]User, error)
+	CreateUser(ctx context.Context, u User) error
+	UpdateUser(ctx context.Context, name string, fn func(*User) error) error
+	DeleteUser(ctx context.Context, name string) error
+
+	GetHost(ctx context.Context, id string) (Host, error)
+	CreateHost(ctx context.Context, h Host) error
+	UpdateHost(ctx context.Context, id string, fn func(*Host) error) error
+	DeleteHost(ctx context.Context, id string) error
+}
+
+// MemoryStore is a [Store] held in memory and safe for concurrent use. It
+// suits tests, examples and single-process deployments that can afford to
+// lose their data at restart. The zero value is ready to use.
+type MemoryStore struct {
+	mu    sync.Mutex
+	users map[string]User
+	hosts map[string]Host
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty [MemoryStore].
+func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
+
+// GetUser implements [Store].
+func (s *MemoryStore) GetUser(ctx context.Context, name string) (User, error) {
+	if err := ctx.Err(); err != nil {
+		return User{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[name]
+	if !ok {
+		return User{}, ErrNotFound
+	}
+	return cloneUser(u), nil
+}
+
+// ListUsers implements [Store]; users come sorted by name.
+func (s *MemoryStore) ListUsers(ctx context.Context) ([]User, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	users := make([]User, 0, len(s.users))
+	for _, u := range s.users {
+		users = append(users, cloneUser(u))
+	}
+	sort.Slice(users, func(i, j int) bool { return users[i].Name < users[j].Name })
+	return users, nil
+}
+
+// CreateUser implements [Store].
+func (s *MemoryStore) CreateUser(ctx context.Context, u User) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.users[u.Name]; ok {
+		return ErrExists
+	}
+	if s.users == nil {
+		s.users = make(map[string]User)
+	}
+	s.users[u.Name] = cloneUser(u)
+	return nil
+}
+
+// UpdateUser implements [Store].
+func (s *MemoryStore) UpdateUser(ctx context.Context, name string, fn func(*User) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[name]
+	if !ok {
+		return ErrNotFound
+	}
+	u = cloneUser(u)
+	if err := fn(&u); err != nil {
+		return err
+	}
+	u.Name = name
+	s.users[name] = u
+	return nil
+}
+
+// DeleteUser implements [Store].
+func (s *MemoryStore) DeleteUser(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.users, name)
+	return nil
+}
+
+// GetHost implements [Store].
+func (s *MemoryStore) GetHost(ctx context.Context, id string) (Host, error) {
+	if err := ctx.Err(); err != nil {
+		return Host{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hosts[id]
+	if !ok {
+		return Host{}, ErrNotFound
+	}
+	return h, nil
+}
+
+// CreateHost implements [Store].
+func (s *MemoryStore) CreateHost(ctx context.Context, h Host) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.hosts[h.ID]; ok {
+		return ErrExists
+	}
+	if s.hosts == nil {
+		s.hosts = make(map[string]Host)
+	}
+	s.hosts[h.ID] = h
+	return nil
+}
+
+// UpdateHost implements [Store].
+func (s *MemoryStore) UpdateHost(ctx context.Context, id string, fn func(*Host) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hosts[id]
+	if !ok {
+		return ErrNotFound
+	}
+	if err := fn(&h); err != nil {
+		return err
+	}
+	h.ID = id
+	s.hosts[id] = h
+	return nil
+}
+
+// DeleteHost implements [Store].
+func (s *MemoryStore) DeleteHost(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.hosts, id)
+	return nil
+}
+
+// cloneUser copies the slices of u so that callers and the store never
+// share backing arrays.
+func cloneUser(u User) User {
+	u.TOTPSecret = slices.Clone(u.TOTPSecret)
+	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
+	return u
+}
