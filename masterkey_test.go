@@ -515,7 +515,7 @@ func TestMasterKeyRedacted(t *testing.T) {
 	outputs := map[string]string{
 		"%v":        fmt.Sprintf("%v", mk),
 		"%+v":       fmt.Sprintf("%+v", mk),
-		"%s":        fmt.Sprintf("%s", mk),
+		"%s":        fmt.Sprintf("<%s>", mk),
 		"%#v":       fmt.Sprintf("%#v", mk),
 		"String":    mk.String(),
 		"LogValue":  mk.LogValue().String(),
