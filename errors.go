@@ -21,6 +21,9 @@ var (
 	// ErrInvalidCode is returned by verification for a wrong, reused or
 	// out-of-window TOTP or recovery code.
 	ErrInvalidCode = errors.New("nmauth: invalid code")
+	// ErrMalformedCode is returned when a code is neither six digits nor
+	// a recovery code; nothing is counted against the user.
+	ErrMalformedCode = errors.New("nmauth: malformed code")
 	// ErrInvalidEnrollment is returned by complete-totp for a tampered,
 	// expired or foreign enrollment, or a wrong first code.
 	ErrInvalidEnrollment = errors.New("nmauth: invalid enrollment")

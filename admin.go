@@ -1,0 +1,147 @@
+package nmauth
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// CreateUser adds a user with a password that meets the policy: 8 to 1024
+// bytes after PRECIS OpaqueString preparation.
+func (a *Authenticator) CreateUser(ctx context.Context, username, password string) error {
+	name, err := PrepareUsername(username)
+	if err != nil {
+		return err
+	}
+	pw, err := checkPasswordPolicy(password)
+	if err != nil {
+		return err
+	}
+	hash, err := a.hasher.hash(ctx, pw)
+	if err != nil {
+		return err
+	}
+	return a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now()})
+}
+
+// SetUserPassword replaces a user's password and revokes the user's
+// tokens.
+func (a *Authenticator) SetUserPassword(ctx context.Context, username, password string) error {
+	pw, err := checkPasswordPolicy(password)
+	if err != nil {
+		return err
+	}
+	hash, err := a.hasher.hash(ctx, pw)
+	if err != nil {
+		return err
+	}
+	return a.updateUser(ctx, username, func(u *User) {
+		u.PasswordHash = hash
+		u.PasswordFailures, u.PasswordBlockedUntil = 0, time.Time{}
+	})
+}
+
+// DisableUser refuses the user's logins and revokes the user's tokens.
+func (a *Authenticator) DisableUser(ctx context.Context, username string) error {
+	return a.updateUser(ctx, username, func(u *User) { u.Disabled = true })
+}
+
+// EnableUser lets a disabled user log in again. Tokens revoked by the
+// disable stay revoked.
+func (a *Authenticator) EnableUser(ctx context.Context, username string) error {
+	return a.updateUser(ctx, username, func(u *User) { u.Disabled = false })
+}
+
+// ResetTOTP turns TOTP off for a user, drops the recovery codes and
+// revokes the user's tokens, so the user can enroll again after logging in
+// with the password alone.
+func (a *Authenticator) ResetTOTP(ctx context.Context, username string) error {
+	return a.updateUser(ctx, username, func(u *User) {
+		u.TOTPSecret, u.RecoveryCodes = nil, nil
+		u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
+		u.PreAuthID, u.PreAuthFailures = "", 0
+	})
+}
+
+// RevokeUserTokens makes every token the user holds stop working.
+func (a *Authenticator) RevokeUserTokens(ctx context.Context, username string) error {
+	return a.updateUser(ctx, username, func(*User) {})
+}
+
+// DeleteUser removes a user; the user's tokens stop working.
+func (a *Authenticator) DeleteUser(ctx context.Context, username string) error {
+	name, err := PrepareUsername(username)
+	if err != nil {
+		return err
+	}
+	defer a.status.forget(KindUser, name)
+	return a.store.DeleteUser(ctx, name)
+}
+
+// updateUser applies change and revokes the user's tokens in one atomic
+// update.
+func (a *Authenticator) updateUser(ctx context.Context, username string, change func(*User)) error {
+	name, err := PrepareUsername(username)
+	if err != nil {
+		return err
+	}
+	defer a.status.forget(KindUser, name)
+	err = a.store.UpdateUser(ctx, name, func(u *User) error {
+		change(u)
+		u.TokensValidAfter = revocationTime(a.now())
+		return nil
+	})
+	if err == nil {
+		a.emit(Event{Type: EventTokensRevoked, Kind: KindUser, Name: name})
+	}
+	return err
+}
+
+// CreateHost adds a host. mac may be empty; when set, the host may only log
+// in with that MAC address or none.
+func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string) error {
+	id, err := prepareHostID(id)
+	if err != nil {
+		return err
+	}
+	if mac, err = prepareMAC(mac); err != nil {
+		return err
+	}
+	if len(password) < 8 || len(password) > 1024 {
+		return ErrInvalidPassword
+	}
+	hash, err := a.hasher.hash(ctx, password)
+	if err != nil {
+		return err
+	}
+	return a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now()})
+}
+
+// DisableHost refuses the host's logins and revokes its tokens.
+func (a *Authenticator) DisableHost(ctx context.Context, id string) error {
+	defer a.status.forget(KindHost, id)
+	return a.store.UpdateHost(ctx, id, func(h *Host) error {
+		h.Disabled = true
+		h.TokensValidAfter = revocationTime(a.now())
+		return nil
+	})
+}
+
+// DeleteHost removes a host; its tokens stop working.
+func (a *Authenticator) DeleteHost(ctx context.Context, id string) error {
+	defer a.status.forget(KindHost, id)
+	return a.store.DeleteHost(ctx, id)
+}
+
+// RecoveryCodesLeft reports how many unused recovery codes a user has.
+func (a *Authenticator) RecoveryCodesLeft(ctx context.Context, username string) (int, error) {
+	name, err := PrepareUsername(username)
+	if err != nil {
+		return 0, err
+	}
+	u, err := a.store.GetUser(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	return len(u.RecoveryCodes), err
+}

@@ -1,0 +1,635 @@
+package nmauth
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/secure/precis"
+)
+
+// Config configures an [Authenticator]. Store and Secrets are required;
+// every other field has a default, given in its comment, used when the
+// field is left zero.
+type Config struct {
+	// Store keeps users, hosts and their counters. Required.
+	Store Store
+
+	// Secrets are the root secrets, each at least 32 random bytes. The
+	// first signs tokens and seals TOTP secrets; all of them verify and
+	// open, so a new secret can be put first while the old ones age out.
+	// Keep them outside the database they protect. Required.
+	Secrets [][]byte
+
+	// MasterKey is accepted as a bearer credential with full rights.
+	// Nil means no master key is accepted.
+	MasterKey *MasterKey
+
+	// Issuer is the iss claim of tokens and the issuer shown in
+	// authenticator apps. Defaults to "nmauth".
+	Issuer string
+
+	// UserTokenTTL is the lifetime of a user token. Defaults to 1 hour.
+	UserTokenTTL time.Duration
+	// PreAuthTokenTTL is the lifetime of a pre-auth token. Defaults to 5
+	// minutes.
+	PreAuthTokenTTL time.Duration
+	// HostTokenTTL is the lifetime of a host token. Defaults to 15 minutes.
+	HostTokenTTL time.Duration
+	// NodeTokenTTL is the lifetime of a node token. Defaults to 15 minutes.
+	NodeTokenTTL time.Duration
+	// EnrollmentTTL is how long an init-totp answer can be completed.
+	// Defaults to 10 minutes.
+	EnrollmentTTL time.Duration
+	// ReenrollWindow is how recent a TOTP-verified login must be for a
+	// user who has TOTP on to enroll again. Defaults to 10 minutes.
+	ReenrollWindow time.Duration
+
+	// PasswordHashConcurrency bounds how many password hashes run at
+	// once. Defaults to the number of CPUs.
+	PasswordHashConcurrency int
+	// PasswordHashQueue bounds how many logins wait for a hashing slot;
+	// beyond it a login fails at once with [ErrOverloaded]. Defaults to 64.
+	PasswordHashQueue int
+
+	// StatusCacheTTL is how long the bearer check trusts what it last read
+	// of a user's or host's standing (deleted, disabled, revoked) before it
+	// reads the Store again. Changes made through this Authenticator take
+	// effect at once; changes made elsewhere within this time. Defaults to
+	// 2 seconds; a negative value reads the Store on every check.
+	StatusCacheTTL time.Duration
+	// TokenCacheSize bounds how many verified tokens the bearer check
+	// remembers. Defaults to 10000; a negative value disables the cache.
+	TokenCacheSize int
+
+	// OnEvent, when set, receives every audit event. It runs on the
+	// request's goroutine and must not block.
+	OnEvent func(Event)
+
+	// Now returns the current time. Defaults to [time.Now].
+	Now func() time.Time
+	// Rand is the source of secrets, salts and token ids. Defaults to
+	// [crypto/rand.Reader].
+	Rand io.Reader
+	// Logger receives operational logs, never secrets. Defaults to
+	// [slog.Default].
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.Issuer == "" {
+		c.Issuer = "nmauth"
+	}
+	def(&c.UserTokenTTL, time.Hour)
+	def(&c.PreAuthTokenTTL, 5*time.Minute)
+	def(&c.HostTokenTTL, 15*time.Minute)
+	def(&c.NodeTokenTTL, 15*time.Minute)
+	def(&c.EnrollmentTTL, 10*time.Minute)
+	def(&c.ReenrollWindow, 10*time.Minute)
+	def(&c.StatusCacheTTL, 2*time.Second)
+	if c.PasswordHashQueue == 0 {
+		c.PasswordHashQueue = 64
+	}
+	if c.TokenCacheSize == 0 {
+		c.TokenCacheSize = 10000
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// PrincipalKind says what kind of credential authenticated a request.
+type PrincipalKind string
+
+// The kinds of [Principal].
+const (
+	KindMaster PrincipalKind = "master"
+	KindUser   PrincipalKind = "user"
+	KindHost   PrincipalKind = "host"
+	KindNode   PrincipalKind = "node"
+)
+
+// Principal is the authenticated identity of a request. It travels in the
+// request context; see [FromContext].
+type Principal struct {
+	Kind PrincipalKind `json:"kind"`
+	// Name is the username, host id or node id; "master" for the master key.
+	Name string `json:"name"`
+	// Network is the network of a node token.
+	Network string `json:"network,omitempty"`
+	// TOTP reports that the token came from a login that passed TOTP.
+	TOTP bool `json:"totp,omitempty"`
+	// IssuedAt and ExpiresAt bound the token; zero for the master key.
+	IssuedAt  time.Time `json:"issuedAt,omitzero"`
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+}
+
+type principalKey struct{}
+
+// NewContext returns a copy of ctx carrying p.
+func NewContext(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// FromContext returns the principal stored in ctx by the bearer middleware.
+func FromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// Authenticator logs hosts and users in, runs TOTP enrollment and
+// verification, and checks bearer credentials. It is safe for concurrent
+// use; build it with [New].
+type Authenticator struct {
+	cfg     Config
+	store   Store
+	ring    *keyRing
+	minter  *tokenMinter
+	bearer  *tokenVerifier
+	preAuth *tokenVerifier
+	hasher  *passwordHasher
+	tokens  *tokenCache
+	status  *statusCache
+	log     *slog.Logger
+}
+
+// New validates cfg, fills its defaults and returns an Authenticator.
+func New(cfg Config) (*Authenticator, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("nmauth: Config.Store is required")
+	}
+	cfg.setDefaults()
+	ring, err := newKeyRing(cfg.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	a := &Authenticator{
+		cfg:     cfg,
+		store:   cfg.Store,
+		ring:    ring,
+		minter:  &tokenMinter{ring: ring, issuer: cfg.Issuer, rand: cfg.Rand},
+		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, kindUser, kindHost, kindNode),
+		preAuth: newTokenVerifier(ring, cfg.Issuer, cfg.Now, kindPreAuth),
+		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),
+		tokens:  newTokenCache(cfg.TokenCacheSize),
+		status:  newStatusCache(cfg.StatusCacheTTL),
+		log:     cfg.Logger,
+	}
+	return a, nil
+}
+
+func (a *Authenticator) now() time.Time { return a.cfg.Now() }
+
+// PrepareUsername applies the PRECIS UsernameCaseMapped profile, so that
+// names differing only in case or width are one user. Names of more than 64
+// bytes are refused.
+func PrepareUsername(name string) (string, error) {
+	p, err := precis.UsernameCaseMapped.String(name)
+	if err != nil || p == "" || len(p) > 64 {
+		return "", ErrInvalidUsername
+	}
+	return p, nil
+}
+
+// prepareHostID accepts 1 to 128 printable characters without spaces.
+func prepareHostID(id string) (string, error) {
+	if id == "" || len(id) > 128 || !utf8.ValidString(id) {
+		return "", ErrInvalidHost
+	}
+	for _, r := range id {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return "", ErrInvalidHost
+		}
+	}
+	return id, nil
+}
+
+// prepareMAC returns a MAC address in canonical form, or "" for "".
+func prepareMAC(mac string) (string, error) {
+	if mac == "" {
+		return "", nil
+	}
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return "", ErrInvalidHost
+	}
+	return hw.String(), nil
+}
+
+// revocationTime is the TokensValidAfter for a revocation at now: the next
+// whole second, since token times have one-second precision. Tokens minted
+// from then on carry an iat no earlier than it (see issueTime).
+func revocationTime(now time.Time) time.Time {
+	return now.Truncate(time.Second).Add(time.Second)
+}
+
+// issueTime is the iat for a token of an account revoked at validAfter.
+func issueTime(now, validAfter time.Time) time.Time {
+	if now.Before(validAfter) {
+		return validAfter
+	}
+	return now
+}
+
+// UserLogin is the result of a user login or of TOTP verification.
+type UserLogin struct {
+	UserName string `json:"userName"`
+	// AuthToken is the user token; empty when TOTP is required.
+	AuthToken string `json:"authToken,omitempty"`
+	// PreAuthToken is redeemed at verify-totp when TOTP is required.
+	PreAuthToken string `json:"preAuthToken,omitempty"`
+	TOTPRequired bool   `json:"totpRequired,omitempty"`
+	// RecoveryCodesLeft is set when a recovery code was used.
+	RecoveryCodesLeft *int `json:"recoveryCodesLeft,omitempty"`
+}
+
+// LoginUser checks a username and password. Without TOTP it returns a user
+// token; with TOTP on it returns a pre-auth token to redeem with
+// [Authenticator.VerifyTOTP]. An unknown user, a wrong password and a
+// disabled account all return [ErrInvalidCredentials] after the same work.
+func (a *Authenticator) LoginUser(ctx context.Context, username, password string) (UserLogin, error) {
+	name, nameErr := PrepareUsername(username)
+	pw, pwErr := preparePassword(password)
+	var u User
+	err := errors.Join(nameErr, pwErr)
+	if err == nil {
+		u, err = a.store.GetUser(ctx, name)
+	}
+	if err != nil {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidUsername) || errors.Is(err, ErrInvalidPassword) {
+			return UserLogin{}, a.failUnknown(ctx, KindUser, username, password)
+		}
+		return UserLogin{}, err
+	}
+	now := a.now()
+	if now.Before(u.PasswordBlockedUntil) {
+		a.emit(Event{Type: EventLoginThrottled, Kind: KindUser, Name: name})
+		return UserLogin{}, &ThrottledError{RetryAfter: u.PasswordBlockedUntil.Sub(now)}
+	}
+	ok, upgrade, err := a.hasher.verify(ctx, u.PasswordHash, pw)
+	if err != nil && !errors.Is(err, errMalformedHash) {
+		return UserLogin{}, err
+	}
+	if err != nil {
+		a.log.Error("stored password hash is malformed", "user", name)
+	}
+	if !ok || u.Disabled {
+		return UserLogin{}, a.failUser(ctx, name, ok)
+	}
+	newHash := ""
+	if upgrade {
+		if newHash, err = a.hasher.hash(ctx, pw); err != nil {
+			a.log.Warn("password hash upgrade skipped", "user", name, "err", err)
+			newHash = ""
+		}
+	}
+	return a.finishUserLogin(ctx, name, newHash)
+}
+
+// finishUserLogin resets the failure counter, upgrades the hash if asked,
+// and mints the token the login earned.
+func (a *Authenticator) finishUserLogin(ctx context.Context, name, newHash string) (UserLogin, error) {
+	var out UserLogin
+	err := a.store.UpdateUser(ctx, name, func(u *User) error {
+		if u.Disabled {
+			return ErrInvalidCredentials
+		}
+		u.PasswordFailures = 0
+		u.PasswordBlockedUntil = time.Time{}
+		if newHash != "" {
+			u.PasswordHash = newHash
+		}
+		iat := issueTime(a.now(), u.TokensValidAfter)
+		out = UserLogin{UserName: name}
+		if u.TOTPEnabled() {
+			tok, jti, err := a.minter.mint(mintArgs{kind: kindPreAuth, subject: name, issuedAt: iat, ttl: a.cfg.PreAuthTokenTTL})
+			if err != nil {
+				return err
+			}
+			u.PreAuthID, u.PreAuthFailures = jti, 0
+			out.PreAuthToken, out.TOTPRequired = tok, true
+			return nil
+		}
+		tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, issuedAt: iat, ttl: a.cfg.UserTokenTTL})
+		out.AuthToken = tok
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		err = ErrInvalidCredentials
+	}
+	if err != nil {
+		return UserLogin{}, err
+	}
+	a.emit(Event{Type: EventLoginSucceeded, Kind: KindUser, Name: name})
+	return out, nil
+}
+
+// failUnknown spends the time of a real password check, so that an unknown
+// name cannot be told from a wrong password.
+func (a *Authenticator) failUnknown(ctx context.Context, kind PrincipalKind, name, password string) error {
+	if err := a.hasher.verifyDummy(ctx, password); err != nil {
+		return err
+	}
+	a.emit(Event{Type: EventLoginFailed, Kind: kind, Name: safeName(name)})
+	return ErrInvalidCredentials
+}
+
+// failUser records a failed password for a known user. A right password on
+// a disabled account counts as no failure but answers the same.
+func (a *Authenticator) failUser(ctx context.Context, name string, passwordOK bool) error {
+	a.emit(Event{Type: EventLoginFailed, Kind: KindUser, Name: name})
+	if passwordOK {
+		return ErrInvalidCredentials
+	}
+	now := a.now()
+	err := a.store.UpdateUser(ctx, name, func(u *User) error {
+		u.PasswordFailures++
+		u.PasswordBlockedUntil = addDelay(now, passwordDelay(u.PasswordFailures))
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return ErrInvalidCredentials
+}
+
+// HostLogin is the result of a host login.
+type HostLogin struct {
+	AuthToken string `json:"authToken"`
+	ID        string `json:"id"`
+}
+
+// LoginHost checks a host's id, password and, when the host has a
+// registered MAC address and the caller sends one, that they match.
+func (a *Authenticator) LoginHost(ctx context.Context, id, mac, password string) (HostLogin, error) {
+	id, idErr := prepareHostID(id)
+	mac, macErr := prepareMAC(mac)
+	if macErr != nil {
+		return HostLogin{}, macErr
+	}
+	var h Host
+	err := idErr
+	if err == nil {
+		h, err = a.store.GetHost(ctx, id)
+	}
+	if err != nil {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidHost) {
+			return HostLogin{}, a.failUnknown(ctx, KindHost, id, password)
+		}
+		return HostLogin{}, err
+	}
+	now := a.now()
+	if now.Before(h.PasswordBlockedUntil) {
+		a.emit(Event{Type: EventLoginThrottled, Kind: KindHost, Name: id})
+		return HostLogin{}, &ThrottledError{RetryAfter: h.PasswordBlockedUntil.Sub(now)}
+	}
+	ok, upgrade, err := a.hasher.verify(ctx, h.PasswordHash, password)
+	if err != nil && !errors.Is(err, errMalformedHash) {
+		return HostLogin{}, err
+	}
+	macOK := h.MACAddress == "" || mac == "" || mac == h.MACAddress
+	if !ok || !macOK || h.Disabled {
+		return HostLogin{}, a.failHost(ctx, id, ok && macOK)
+	}
+	newHash := ""
+	if upgrade {
+		newHash, _ = a.hasher.hash(ctx, password)
+	}
+	var out HostLogin
+	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
+		if h.Disabled {
+			return ErrInvalidCredentials
+		}
+		h.PasswordFailures, h.PasswordBlockedUntil = 0, time.Time{}
+		if newHash != "" {
+			h.PasswordHash = newHash
+		}
+		tok, _, err := a.minter.mint(mintArgs{kind: kindHost, subject: id, issuedAt: issueTime(a.now(), h.TokensValidAfter), ttl: a.cfg.HostTokenTTL})
+		out = HostLogin{AuthToken: tok, ID: id}
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		err = ErrInvalidCredentials
+	}
+	if err != nil {
+		return HostLogin{}, err
+	}
+	a.emit(Event{Type: EventLoginSucceeded, Kind: KindHost, Name: id})
+	return out, nil
+}
+
+func (a *Authenticator) failHost(ctx context.Context, id string, credentialsOK bool) error {
+	a.emit(Event{Type: EventLoginFailed, Kind: KindHost, Name: id})
+	if credentialsOK {
+		return ErrInvalidCredentials
+	}
+	now := a.now()
+	err := a.store.UpdateHost(ctx, id, func(h *Host) error {
+		h.PasswordFailures++
+		h.PasswordBlockedUntil = addDelay(now, passwordDelay(h.PasswordFailures))
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return ErrInvalidCredentials
+}
+
+// IssueNodeToken mints a node token for the application's own node
+// authentication route, after the application has checked the node.
+func (a *Authenticator) IssueNodeToken(network, nodeID string) (string, error) {
+	if network == "" || nodeID == "" || len(network) > 128 || len(nodeID) > 128 {
+		return "", fmt.Errorf("%w: node token needs a network and a node id", ErrInvalidHost)
+	}
+	tok, _, err := a.minter.mint(mintArgs{kind: kindNode, subject: nodeID, network: network, issuedAt: a.now(), ttl: a.cfg.NodeTokenTTL})
+	return tok, err
+}
+
+// CheckBearer checks one bearer credential: the master key, or a user, host
+// or node token this Authenticator issued. A pre-auth token is refused here.
+// A user or host token is refused once its account is deleted, disabled or
+// revoked.
+func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Principal, error) {
+	if credential == "" {
+		return Principal{}, ErrUnauthenticated
+	}
+	now := a.now()
+	p, ok := a.tokens.get(credential)
+	if !ok {
+		if a.cfg.MasterKey.Check(credential) {
+			a.emit(Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
+			return Principal{Kind: KindMaster, Name: "master"}, nil
+		}
+		var err error
+		if p, err = a.parseBearer(credential); err != nil {
+			return Principal{}, err
+		}
+		a.tokens.put(credential, p, now)
+	}
+	if !now.Before(p.ExpiresAt) {
+		return Principal{}, ErrUnauthenticated
+	}
+	if err := a.checkStanding(ctx, p, now); err != nil {
+		return Principal{}, err
+	}
+	return p, nil
+}
+
+func (a *Authenticator) parseBearer(token string) (Principal, error) {
+	c, kind, err := a.bearer.verify(token)
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{
+		Kind:      kind.principalKind(),
+		Name:      c.Subject,
+		Network:   c.Network,
+		TOTP:      c.TOTP,
+		IssuedAt:  c.IssuedAt.Time,
+		ExpiresAt: c.ExpiresAt.Time,
+	}, nil
+}
+
+// checkStanding refuses a token whose user or host is gone, disabled, or
+// revoked after the token was issued.
+func (a *Authenticator) checkStanding(ctx context.Context, p Principal, now time.Time) error {
+	var st accountStatus
+	var err error
+	switch p.Kind {
+	case KindUser:
+		st, err = a.status.user(ctx, a.store, p.Name, now)
+	case KindHost:
+		st, err = a.status.host(ctx, a.store, p.Name, now)
+	default:
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !st.active || p.IssuedAt.Before(st.validAfter) {
+		return ErrUnauthenticated
+	}
+	return nil
+}
+
+// safeName bounds a name taken from a request before it reaches a log
+// line or an event.
+func safeName(s string) string {
+	if len(s) > 64 || !utf8.ValidString(s) {
+		return "(invalid)"
+	}
+	return s
+}
+
+func addDelay(now time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return now.Add(d)
+}
+
+// passwordDelay is the backoff after n consecutive wrong passwords: none
+// for the first 5, then 1 s doubling up to 1 minute. So there are never
+// more than 5 consecutive failures without a delay, and an attacker cannot
+// hold an account shut for more than a minute at a time.
+func passwordDelay(n int) time.Duration {
+	const free, max = 5, time.Minute
+	if n < free {
+		return 0
+	}
+	return min(time.Second<<min(n-free, 16), max)
+}
+
+// accountStatus is what the bearer check needs to know of an account.
+type accountStatus struct {
+	fetched    time.Time
+	active     bool
+	validAfter time.Time
+}
+
+// statusCache keeps account standing for a short time so that the bearer
+// check does not read the Store on every request.
+type statusCache struct {
+	ttl   time.Duration
+	mu    sync.RWMutex
+	users map[string]accountStatus
+	hosts map[string]accountStatus
+}
+
+// statusCacheMax bounds each map; past it the cache starts afresh.
+const statusCacheMax = 100000
+
+func newStatusCache(ttl time.Duration) *statusCache {
+	return &statusCache{ttl: ttl, users: map[string]accountStatus{}, hosts: map[string]accountStatus{}}
+}
+
+func (c *statusCache) user(ctx context.Context, s Store, name string, now time.Time) (accountStatus, error) {
+	return c.lookup(c.users, name, now, func() (accountStatus, error) {
+		u, err := s.GetUser(ctx, name)
+		return accountStatus{active: err == nil && !u.Disabled, validAfter: u.TokensValidAfter}, err
+	})
+}
+
+func (c *statusCache) host(ctx context.Context, s Store, id string, now time.Time) (accountStatus, error) {
+	return c.lookup(c.hosts, id, now, func() (accountStatus, error) {
+		h, err := s.GetHost(ctx, id)
+		return accountStatus{active: err == nil && !h.Disabled, validAfter: h.TokensValidAfter}, err
+	})
+}
+
+func (c *statusCache) lookup(m map[string]accountStatus, key string, now time.Time, load func() (accountStatus, error)) (accountStatus, error) {
+	if c.ttl > 0 {
+		c.mu.RLock()
+		st, ok := m[key]
+		c.mu.RUnlock()
+		if ok && now.Sub(st.fetched) < c.ttl && !now.Before(st.fetched) {
+			return st, nil
+		}
+	}
+	st, err := load()
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return accountStatus{}, err
+	}
+	st.fetched = now
+	if c.ttl > 0 {
+		c.mu.Lock()
+		if len(m) >= statusCacheMax {
+			clear(m)
+		}
+		m[key] = st
+		c.mu.Unlock()
+	}
+	return st, nil
+}
+
+// forget drops what the cache knows of a user or host, after a change made
+// through this Authenticator.
+func (c *statusCache) forget(kind PrincipalKind, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch kind {
+	case KindUser:
+		delete(c.users, key)
+	case KindHost:
+		delete(c.hosts, key)
+	}
+}

@@ -1,0 +1,57 @@
+// Package nmauth gives a network-management service its authentication:
+// hosts and users log in and get bearer tokens, users turn on TOTP
+// two-factor login, and every other API call is checked by its bearer
+// credential, the master key or a token this package issued.
+//
+// # Setting up
+//
+// An [Authenticator] needs a [Store] for users and hosts and at least one
+// root secret of 32 random bytes, kept outside that store:
+//
+//	auth, err := nmauth.New(nmauth.Config{
+//		Store:     nmauth.NewMemoryStore(), // or an SQLStore, or your own
+//		Secrets:   [][]byte{rootSecret},
+//		MasterKey: masterKey, // from LoadMasterKey; nil for none
+//	})
+//
+// Mount its handler on the application's mux, and protect the
+// application's own routes with its middleware:
+//
+//	mux.Handle("/api/", auth.Handler())
+//	mux.Handle("GET /api/networks", auth.Middleware(listNetworks))
+//
+// Inside a protected handler, [FromContext] returns the [Principal]: the
+// master key, a user, a host or a node.
+//
+// # Logging in
+//
+// A host posts its id, MAC address and password to
+// /api/hosts/adm/authenticate and gets a host token. A user posts a
+// username and password to /api/users/adm/authenticate and gets a user
+// token, or, with TOTP on, a pre-auth token that is good for one thing:
+// posting a code to /api/users/{username}/auth/verify-totp, which answers
+// with the user token. Node tokens are minted by the application's own
+// node route with [Authenticator.IssueNodeToken].
+//
+// # Turning on TOTP
+//
+// A logged-in user posts to /api/users/{username}/auth/init-totp and gets
+// an otpauth URL, its QR code and a signature binding the URL to the user
+// for ten minutes. Nothing is stored yet. The user scans the code and posts
+// the URL, the signature and a first code to complete-totp; the secret is
+// then stored sealed with AES-256-GCM and the answer carries ten single-use
+// recovery codes. Every code is accepted once only, across replicas.
+//
+// # Tokens
+//
+// All tokens are HS256 JWTs with their own audience and signing key per
+// kind, so a token of one kind is never accepted as another:
+//
+//	user      1 h     user login without TOTP, or verify-totp
+//	pre-auth  5 min   user login with TOTP on; accepted by verify-totp only
+//	host      15 min  host login
+//	node      15 min  IssueNodeToken
+//
+// Disabling a user, changing the password or resetting TOTP revokes the
+// user's tokens.
+package nmauth

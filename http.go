@@ -1,0 +1,300 @@
+package nmauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxBodyBytes is the largest request body the handler reads.
+const MaxBodyBytes = 64 << 10
+
+// Request decoding errors, mapped to 415, 413 and 400.
+var (
+	errContentType = errors.New("nmauth: content type must be application/json")
+	errBodyTooBig  = errors.New("nmauth: request body too large")
+	errBadJSON     = errors.New("nmauth: malformed JSON body")
+)
+
+// Envelope is the spec's generic result: code, message and a payload.
+type Envelope struct {
+	Code     int    `json:"code"`
+	Message  string `json:"message"`
+	Response any    `json:"response,omitempty"`
+}
+
+// HostAuthRequest is the body of host login.
+type HostAuthRequest struct {
+	ID         string `json:"id"`
+	MACAddress string `json:"macaddress"`
+	Password   string `json:"password"`
+}
+
+// UserAuthRequest is the body of user login.
+type UserAuthRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// TOTPRequest is the body of complete-totp and verify-totp.
+type TOTPRequest struct {
+	URL       string `json:"otp_auth_url"`
+	Signature string `json:"otp_auth_url_signature"`
+	TOTP      string `json:"totp"`
+}
+
+// Handler returns an http.Handler serving the five routes of the spec:
+//
+//	POST /api/hosts/adm/authenticate
+//	POST /api/users/adm/authenticate
+//	POST /api/users/{username}/auth/init-totp      (bearer)
+//	POST /api/users/{username}/auth/complete-totp  (bearer)
+//	POST /api/users/{username}/auth/verify-totp    (pre-auth token)
+//
+// Mount it on the application's mux at "/api/" (its more specific routes
+// still win), or under a prefix with [http.StripPrefix].
+func (a *Authenticator) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/hosts/adm/authenticate", a.serveHostLogin)
+	mux.HandleFunc("POST /api/users/adm/authenticate", a.serveUserLogin)
+	mux.Handle("POST /api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP)))
+	mux.Handle("POST /api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP)))
+	mux.HandleFunc("POST /api/users/{username}/auth/verify-totp", a.serveVerifyTOTP)
+	return mux
+}
+
+// Middleware lets a request through only with a valid bearer credential
+// (see [Authenticator.CheckBearer]) and puts its [Principal] in the
+// request context. Others get 401.
+func (a *Authenticator) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cred, err := BearerToken(r.Header)
+		var p Principal
+		if err == nil {
+			p, err = a.CheckBearer(r.Context(), cred)
+		}
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), p)))
+	})
+}
+
+// maxCredentialLen bounds a bearer credential; tokens here are far shorter.
+const maxCredentialLen = 4096
+
+// BearerToken finds the credential in the Authorization header. There must
+// be exactly one such header, of the form "Bearer <credential>" with the
+// scheme in any case, and one credential of visible ASCII without spaces.
+func BearerToken(h http.Header) (string, error) {
+	v := h["Authorization"]
+	if len(v) != 1 {
+		return "", ErrUnauthenticated
+	}
+	const scheme = "bearer "
+	s := v[0]
+	if len(s) <= len(scheme) || !strings.EqualFold(s[:len(scheme)], scheme) {
+		return "", ErrUnauthenticated
+	}
+	cred := strings.TrimLeft(s[len(scheme):], " ")
+	if cred == "" || len(cred) > maxCredentialLen {
+		return "", ErrUnauthenticated
+	}
+	for i := 0; i < len(cred); i++ {
+		if cred[i] <= ' ' || cred[i] > '~' {
+			return "", ErrUnauthenticated
+		}
+	}
+	return cred, nil
+}
+
+func (a *Authenticator) serveHostLogin(w http.ResponseWriter, r *http.Request) {
+	var req HostAuthRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out, err := a.LoginHost(r.Context(), req.ID, req.MACAddress, req.Password)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Envelope{Code: http.StatusOK, Message: "host authenticated", Response: out})
+}
+
+func (a *Authenticator) serveUserLogin(w http.ResponseWriter, r *http.Request) {
+	var req UserAuthRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out, err := a.LoginUser(r.Context(), req.Username, req.Password)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	msg := "user authenticated"
+	if out.TOTPRequired {
+		msg = "TOTP required: send a code to verify-totp with the pre-auth token"
+	}
+	writeJSON(w, http.StatusOK, Envelope{Code: http.StatusOK, Message: msg, Response: out})
+}
+
+func (a *Authenticator) serveInitTOTP(w http.ResponseWriter, r *http.Request) {
+	p, _ := FromContext(r.Context())
+	out, err := a.InitTOTP(r.Context(), p, r.PathValue("username"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *Authenticator) serveCompleteTOTP(w http.ResponseWriter, r *http.Request) {
+	var req TOTPRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	p, _ := FromContext(r.Context())
+	out, err := a.CompleteTOTP(r.Context(), p, r.PathValue("username"), req.URL, req.Signature, req.TOTP)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Envelope{Code: http.StatusOK, Message: "TOTP enabled", Response: out})
+}
+
+func (a *Authenticator) serveVerifyTOTP(w http.ResponseWriter, r *http.Request) {
+	token, err := BearerToken(r.Header)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var req TOTPRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out, err := a.VerifyTOTP(r.Context(), token, r.PathValue("username"), req.TOTP)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// decodeJSON reads exactly one JSON value of at most MaxBodyBytes from an
+// application/json body into v.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return errContentType
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if err := dec.Decode(&struct{}{}); err != io.EOF {
+		return decodeError(err)
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errBodyTooBig
+	}
+	return errBadJSON
+}
+
+// errorStatus maps an error to its HTTP status and the only text a client
+// sees. Anything it does not know is a 500 with a generic message.
+func errorStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, errContentType):
+		return http.StatusUnsupportedMediaType, "content type must be application/json"
+	case errors.Is(err, errBodyTooBig):
+		return http.StatusRequestEntityTooLarge, "request body too large"
+	case errors.Is(err, errBadJSON):
+		return http.StatusBadRequest, "malformed JSON body"
+	case errors.Is(err, ErrInvalidCredentials):
+		return http.StatusUnauthorized, "invalid credentials"
+	case errors.Is(err, ErrUnauthenticated):
+		return http.StatusUnauthorized, "missing or invalid bearer credential"
+	case errors.Is(err, ErrInvalidCode):
+		return http.StatusUnauthorized, "invalid TOTP code"
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden, "forbidden"
+	case errors.Is(err, ErrMalformedCode):
+		return http.StatusBadRequest, "totp must be a 6-digit code or a recovery code"
+	case errors.Is(err, errWrongEnrollmentCode):
+		return http.StatusBadRequest, "wrong TOTP code"
+	case errors.Is(err, ErrInvalidEnrollment):
+		return http.StatusBadRequest, "invalid or expired enrollment"
+	case errors.Is(err, ErrInvalidUsername):
+		return http.StatusBadRequest, "invalid username"
+	case errors.Is(err, ErrInvalidPassword):
+		return http.StatusBadRequest, "invalid password"
+	case errors.Is(err, ErrInvalidHost):
+		return http.StatusBadRequest, "invalid host id or MAC address"
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound, "user not found"
+	case errors.Is(err, ErrThrottled):
+		return http.StatusTooManyRequests, "too many attempts, try again later"
+	case errors.Is(err, ErrOverloaded):
+		return http.StatusServiceUnavailable, "server busy, try again later"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "request cancelled"
+	}
+	return http.StatusInternalServerError, "internal error"
+}
+
+// writeError answers with the spec's envelope. The detail of a 5xx goes
+// to the log only.
+func (a *Authenticator) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := errorStatus(err)
+	h := w.Header()
+	switch status {
+	case http.StatusUnauthorized:
+		h.Set("WWW-Authenticate", `Bearer realm="nmauth"`)
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(err)))
+	}
+	if status >= 500 {
+		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("err", err.Error()))
+	}
+	writeJSON(w, status, Envelope{Code: status, Message: msg})
+}
+
+// retryAfterSeconds rounds a wait up to whole seconds, at least one.
+func retryAfterSeconds(err error) int {
+	var d time.Duration
+	var t *ThrottledError
+	var o *OverloadedError
+	switch {
+	case errors.As(err, &t):
+		d = t.RetryAfter
+	case errors.As(err, &o):
+		d = o.RetryAfter
+	}
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

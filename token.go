@@ -1,0 +1,385 @@
+package nmauth
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/crypto/hkdf"
+)
+
+// MinSecretLen is the least number of bytes a root secret may have.
+const MinSecretLen = 32
+
+// tokenKind names the four JWT kinds. Each kind has its own audience and its
+// own signing subkey, so a token of one kind can never verify as another
+// (RFC 8725 §3.12).
+type tokenKind uint8
+
+const (
+	kindUser tokenKind = iota
+	kindPreAuth
+	kindHost
+	kindNode
+	numKinds
+)
+
+var kindAudience = [numKinds]string{
+	kindUser:    "nmauth:user",
+	kindPreAuth: "nmauth:pre-auth",
+	kindHost:    "nmauth:host",
+	kindNode:    "nmauth:node",
+}
+
+func (k tokenKind) principalKind() PrincipalKind {
+	switch k {
+	case kindUser:
+		return KindUser
+	case kindHost:
+		return KindHost
+	case kindNode:
+		return KindNode
+	}
+	return ""
+}
+
+// errTokenKind is returned by the key function for a token whose kind is
+// not accepted where it was presented.
+var errTokenKind = errors.New("nmauth: token kind not accepted here")
+
+// claims is the payload of every token this package issues.
+type claims struct {
+	jwt.RegisteredClaims
+	// Network is the network of a node token.
+	Network string `json:"net,omitempty"`
+	// TOTP marks a user token minted by a login that passed TOTP.
+	TOTP bool `json:"totp,omitempty"`
+}
+
+// ringKey holds the subkeys derived from one root secret.
+type ringKey struct {
+	id     string
+	jwt    [numKinds][]byte
+	enroll []byte
+	seal   cipher.AEAD
+}
+
+// keyRing holds the subkeys of every configured root secret. The first
+// signs and seals; all verify and open, found by their id.
+type keyRing struct {
+	keys []*ringKey
+}
+
+func newKeyRing(secrets [][]byte) (*keyRing, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("nmauth: no root secret configured")
+	}
+	r := &keyRing{}
+	seen := map[string]bool{}
+	for i, s := range secrets {
+		if len(s) < MinSecretLen {
+			return nil, fmt.Errorf("nmauth: root secret %d is %d bytes, need at least %d", i, len(s), MinSecretLen)
+		}
+		k, err := deriveRingKey(s)
+		if err != nil {
+			return nil, err
+		}
+		if seen[k.id] {
+			return nil, fmt.Errorf("nmauth: root secret %d is listed twice", i)
+		}
+		seen[k.id] = true
+		r.keys = append(r.keys, k)
+	}
+	return r, nil
+}
+
+func deriveRingKey(secret []byte) (*ringKey, error) {
+	k := &ringKey{}
+	k.id = hex.EncodeToString(subkey(secret, "nmauth key id", 8))
+	for kind := range numKinds {
+		k.jwt[kind] = subkey(secret, "nmauth jwt "+kindAudience[kind], 32)
+	}
+	k.enroll = subkey(secret, "nmauth enrollment signature", 32)
+	block, err := aes.NewCipher(subkey(secret, "nmauth totp seal", 32))
+	if err != nil {
+		return nil, err
+	}
+	if k.seal, err = cipher.NewGCM(block); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// subkey derives n bytes for one purpose from a root secret with HKDF.
+func subkey(secret []byte, purpose string, n int) []byte {
+	out := make([]byte, n)
+	if _, err := io.ReadFull(hkdf.New(sha256.New, secret, nil, []byte(purpose)), out); err != nil {
+		panic("nmauth: hkdf: " + err.Error()) // unreachable for n <= 255*32
+	}
+	return out
+}
+
+func (r *keyRing) signer() *ringKey { return r.keys[0] }
+
+func (r *keyRing) byID(id string) *ringKey {
+	for _, k := range r.keys {
+		if k.id == id {
+			return k
+		}
+	}
+	return nil
+}
+
+// tokenMinter signs tokens of every kind with the ring's first key.
+type tokenMinter struct {
+	ring   *keyRing
+	issuer string
+	rand   io.Reader
+}
+
+// mintArgs describes one token to sign.
+type mintArgs struct {
+	kind     tokenKind
+	subject  string
+	network  string
+	totp     bool
+	issuedAt time.Time
+	ttl      time.Duration
+}
+
+// mint signs a token and returns it with its jti.
+func (m *tokenMinter) mint(a mintArgs) (token, jti string, err error) {
+	id := make([]byte, 16)
+	if _, err := io.ReadFull(m.rand, id); err != nil {
+		return "", "", fmt.Errorf("nmauth: token id: %w", err)
+	}
+	jti = base64.RawURLEncoding.EncodeToString(id)
+	c := claims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    m.issuer,
+			Subject:   a.subject,
+			Audience:  jwt.ClaimStrings{kindAudience[a.kind]},
+			IssuedAt:  jwt.NewNumericDate(a.issuedAt),
+			ExpiresAt: jwt.NewNumericDate(a.issuedAt.Add(a.ttl)),
+			ID:        jti,
+		},
+		Network: a.network,
+		TOTP:    a.totp,
+	}
+	key := m.ring.signer()
+	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
+	t.Header["kid"] = key.id
+	token, err = t.SignedString(key.jwt[a.kind])
+	if err != nil {
+		return "", "", fmt.Errorf("nmauth: sign token: %w", err)
+	}
+	return token, jti, nil
+}
+
+// tokenVerifier checks tokens of one set of kinds. The kinds it accepts are
+// fixed when it is built, so no call can widen them.
+type tokenVerifier struct {
+	parser  *jwt.Parser
+	keyFunc jwt.Keyfunc
+}
+
+func newTokenVerifier(ring *keyRing, issuer string, now func() time.Time, accept ...tokenKind) *tokenVerifier {
+	auds := make([]string, len(accept))
+	for i, k := range accept {
+		auds[i] = kindAudience[k]
+	}
+	v := &tokenVerifier{
+		parser: jwt.NewParser(
+			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+			jwt.WithExpirationRequired(),
+			jwt.WithIssuer(issuer),
+			jwt.WithAudience(auds...),
+			jwt.WithTimeFunc(now),
+			jwt.WithStrictDecoding(),
+		),
+	}
+	v.keyFunc = func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		key := ring.byID(kid)
+		if key == nil {
+			return nil, errors.New("nmauth: unknown key id")
+		}
+		kind, ok := kindOf(t.Claims.(*claims))
+		if !ok || !containsKind(accept, kind) {
+			return nil, errTokenKind
+		}
+		return key.jwt[kind], nil
+	}
+	return v
+}
+
+// verify checks a token's signature, algorithm, issuer, audience and
+// lifetime, and returns its claims and kind.
+func (v *tokenVerifier) verify(token string) (*claims, tokenKind, error) {
+	c := &claims{}
+	if _, err := v.parser.ParseWithClaims(token, c, v.keyFunc); err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+	}
+	kind, ok := kindOf(c)
+	if !ok || c.Subject == "" || c.ID == "" || c.IssuedAt == nil {
+		return nil, 0, ErrUnauthenticated
+	}
+	if kind == kindNode && c.Network == "" {
+		return nil, 0, ErrUnauthenticated
+	}
+	return c, kind, nil
+}
+
+// kindOf reads a token's kind from its single audience.
+func kindOf(c *claims) (tokenKind, bool) {
+	if len(c.Audience) != 1 {
+		return 0, false
+	}
+	for k, aud := range kindAudience {
+		if c.Audience[0] == aud {
+			return tokenKind(k), true
+		}
+	}
+	return 0, false
+}
+
+func containsKind(kinds []tokenKind, k tokenKind) bool {
+	for _, x := range kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// tokenCache remembers the principal of bearer tokens that verified, until
+// they expire, so the check on every request costs a map lookup rather than
+// a parse. Only tokens whose signature was verified are stored, and the
+// exact token string is the key, so a hit proves the same signature.
+type tokenCache struct {
+	mu      sync.RWMutex
+	entries map[string]Principal
+	max     int
+}
+
+func newTokenCache(max int) *tokenCache {
+	return &tokenCache{entries: make(map[string]Principal), max: max}
+}
+
+func (c *tokenCache) get(token string) (Principal, bool) {
+	if c.max <= 0 {
+		return Principal{}, false
+	}
+	c.mu.RLock()
+	p, ok := c.entries[token]
+	c.mu.RUnlock()
+	return p, ok
+}
+
+func (c *tokenCache) put(token string, p Principal, now time.Time) {
+	if c.max <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= c.max {
+		// Drop expired entries first; if none, drop an arbitrary one.
+		for t, e := range c.entries {
+			if !now.Before(e.ExpiresAt) {
+				delete(c.entries, t)
+			}
+		}
+		for t := range c.entries {
+			if len(c.entries) < c.max {
+				break
+			}
+			delete(c.entries, t)
+		}
+	}
+	c.entries[token] = p
+}
+
+// enrollmentSignature binds an otpauth URL to one user until an expiry.
+// Its form is "<expiry unix>.<key id>.<base64url HMAC-SHA256>".
+func (k *ringKey) enrollmentSignature(username, url string, expires time.Time) string {
+	exp := expires.Unix()
+	return fmt.Sprintf("%d.%s.%s", exp, k.id, base64.RawURLEncoding.EncodeToString(k.enrollmentMAC(username, url, exp)))
+}
+
+func (k *ringKey) enrollmentMAC(username, url string, exp int64) []byte {
+	m := hmac.New(sha256.New, k.enroll)
+	// Length-prefixed fields so no two inputs share an encoding.
+	fmt.Fprintf(m, "nmauth-enrollment-v1|%d:%s|%d:%s|%d", len(username), username, len(url), url, exp)
+	return m.Sum(nil)
+}
+
+// checkEnrollment verifies a signature made by enrollmentSignature.
+func (r *keyRing) checkEnrollment(username, url, sig string, now time.Time) bool {
+	parts := strings.SplitN(sig, ".", 3)
+	if len(parts) != 3 {
+		return false
+	}
+	exp, err := strconv.ParseInt(parts[0], 10, 64)
+	if err != nil || strconv.FormatInt(exp, 10) != parts[0] {
+		return false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return false
+	}
+	key := r.byID(parts[1])
+	if key == nil || !now.Before(time.Unix(exp, 0)) {
+		return false
+	}
+	return hmac.Equal(got, key.enrollmentMAC(username, url, exp))
+}
+
+// sealedVersion prefixes every sealed TOTP secret.
+const sealedVersion = 1
+
+// sealTOTP encrypts a TOTP secret with AES-256-GCM under the newest key,
+// with the username as additional data so a sealed secret cannot be moved
+// to another user. Layout: version | key id (8) | nonce | ciphertext.
+func (r *keyRing) sealTOTP(rnd io.Reader, username string, secret []byte) ([]byte, error) {
+	k := r.signer()
+	kid, _ := hex.DecodeString(k.id)
+	nonce := make([]byte, k.seal.NonceSize())
+	if _, err := io.ReadFull(rnd, nonce); err != nil {
+		return nil, fmt.Errorf("nmauth: seal nonce: %w", err)
+	}
+	out := append([]byte{sealedVersion}, kid...)
+	out = append(out, nonce...)
+	return k.seal.Seal(out, nonce, secret, []byte(username)), nil
+}
+
+// openTOTP decrypts a secret sealed by sealTOTP under any key of the ring.
+func (r *keyRing) openTOTP(username string, sealed []byte) ([]byte, error) {
+	if len(sealed) < 1+8 || sealed[0] != sealedVersion {
+		return nil, errors.New("nmauth: malformed sealed totp secret")
+	}
+	key := r.byID(hex.EncodeToString(sealed[1:9]))
+	if key == nil {
+		return nil, errors.New("nmauth: sealed totp secret uses an unknown key")
+	}
+	rest := sealed[9:]
+	ns := key.seal.NonceSize()
+	if len(rest) < ns {
+		return nil, errors.New("nmauth: malformed sealed totp secret")
+	}
+	secret, err := key.seal.Open(nil, rest[:ns], rest[ns:], []byte(username))
+	if err != nil {
+		return nil, fmt.Errorf("nmauth: open totp secret: %w", err)
+	}
+	return secret, nil
+}

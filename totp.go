@@ -1,0 +1,448 @@
+package nmauth
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"image/png"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
+)
+
+// TOTP parameters: every enrollment uses these, as authenticator apps
+// expect.
+const (
+	totpPeriod     = 30
+	totpDigits     = 6
+	totpSecretSize = 20 // 160 bits
+	qrSize         = 256
+)
+
+// Recovery codes: 10 of them, each 16 characters of base32 (80 bits).
+const (
+	recoveryCodeCount = 10
+	recoveryCodeChars = 16
+)
+
+// MaxTOTPFailuresPerToken is how many wrong codes a pre-auth token survives.
+const MaxTOTPFailuresPerToken = 5
+
+// totpDelay is the backoff after n consecutive wrong codes for one user,
+// across all pre-auth tokens and replicas: none for the first 4, then 1 s
+// doubling up to 15 minutes. At that cap an attacker who knows the password
+// gets 96 guesses a day; with at most 3 of 10^6 codes valid at any time the
+// expected time to break the second factor is over 9 years.
+func totpDelay(n int) time.Duration {
+	const free, max = 5, 15 * time.Minute
+	if n < free {
+		return 0
+	}
+	return min(time.Second<<min(n-free, 20), max)
+}
+
+// Enrollment is the answer of init-totp.
+type Enrollment struct {
+	URL       string `json:"otp_auth_url"`
+	Signature string `json:"otp_auth_url_signature"`
+	// QRCode is the URL as a PNG QR code, in a data: URL.
+	QRCode string `json:"qr_code"`
+}
+
+// Completion is the answer of complete-totp.
+type Completion struct {
+	// RecoveryCodes are shown to the user once and never again; each logs
+	// in once in place of a TOTP code.
+	RecoveryCodes []string `json:"recoveryCodes"`
+}
+
+// authorizeEnrollment decides whether p may enroll TOTP for u: the user
+// themself or the master key, and for a user who already has TOTP on, only
+// the master key or a recent login that passed TOTP.
+func (a *Authenticator) authorizeEnrollment(p Principal, u *User, now time.Time) error {
+	if p.Kind == KindMaster {
+		return nil
+	}
+	if p.Kind != KindUser || p.Name != u.Name {
+		return ErrForbidden
+	}
+	if u.TOTPEnabled() && (!p.TOTP || now.Sub(p.IssuedAt) > a.cfg.ReenrollWindow) {
+		return ErrForbidden
+	}
+	return nil
+}
+
+// enrollee loads the user named in the path and checks p may enroll them.
+func (a *Authenticator) enrollee(ctx context.Context, p Principal, username string) (User, error) {
+	name, err := PrepareUsername(username)
+	if err != nil {
+		return User{}, err
+	}
+	if p.Kind != KindMaster && (p.Kind != KindUser || p.Name != name) {
+		return User{}, ErrForbidden
+	}
+	u, err := a.store.GetUser(ctx, name)
+	if err != nil {
+		return User{}, err
+	}
+	return u, a.authorizeEnrollment(p, &u, a.now())
+}
+
+// InitTOTP starts TOTP enrollment for the user named username on behalf of
+// p. It makes a new secret and returns it as an otpauth URL and QR code,
+// with a signature that binds the URL to the user for
+// [Config.EnrollmentTTL]. Nothing is stored until [Authenticator.CompleteTOTP].
+func (a *Authenticator) InitTOTP(ctx context.Context, p Principal, username string) (Enrollment, error) {
+	u, err := a.enrollee(ctx, p, username)
+	if err != nil {
+		return Enrollment{}, err
+	}
+	secret := make([]byte, totpSecretSize)
+	if _, err := io.ReadFull(a.cfg.Rand, secret); err != nil {
+		return Enrollment{}, fmt.Errorf("nmauth: totp secret: %w", err)
+	}
+	key, err := totp.Generate(totp.GenerateOpts{
+		Issuer:      a.cfg.Issuer,
+		AccountName: u.Name,
+		Period:      totpPeriod,
+		Secret:      secret,
+		Digits:      otp.DigitsSix,
+		Algorithm:   otp.AlgorithmSHA1,
+	})
+	if err != nil {
+		return Enrollment{}, fmt.Errorf("nmauth: totp key: %w", err)
+	}
+	qr, err := qrDataURL(key)
+	if err != nil {
+		return Enrollment{}, err
+	}
+	url := key.URL()
+	return Enrollment{
+		URL:       url,
+		Signature: a.ring.signer().enrollmentSignature(u.Name, url, a.now().Add(a.cfg.EnrollmentTTL)),
+		QRCode:    qr,
+	}, nil
+}
+
+func qrDataURL(key *otp.Key) (string, error) {
+	img, err := key.Image(qrSize, qrSize)
+	if err != nil {
+		return "", fmt.Errorf("nmauth: qr code: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, img); err != nil {
+		return "", fmt.Errorf("nmauth: qr code: %w", err)
+	}
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}
+
+// errWrongEnrollmentCode is a wrong first code at complete-totp.
+var errWrongEnrollmentCode = fmt.Errorf("%w: wrong code", ErrInvalidEnrollment)
+
+// CompleteTOTP finishes an enrollment started by [Authenticator.InitTOTP]:
+// it checks the signature and a code from the authenticator app, then
+// stores the secret sealed and turns TOTP on. It returns the user's new
+// recovery codes, which replace any earlier ones.
+func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username, url, signature, code string) (Completion, error) {
+	u, err := a.enrollee(ctx, p, username)
+	if err != nil {
+		return Completion{}, err
+	}
+	now := a.now()
+	if !a.ring.checkEnrollment(u.Name, url, signature, now) {
+		return Completion{}, ErrInvalidEnrollment
+	}
+	secret, err := enrollmentSecret(url, u.Name, a.cfg.Issuer)
+	if err != nil {
+		return Completion{}, err
+	}
+	if !wellFormedTOTP(code) {
+		return Completion{}, ErrMalformedCode
+	}
+	step, _ := matchTOTP(secret, code, now, -1)
+	if step < 0 {
+		return Completion{}, errWrongEnrollmentCode
+	}
+	sealed, err := a.ring.sealTOTP(a.cfg.Rand, u.Name, secret)
+	if err != nil {
+		return Completion{}, err
+	}
+	codes, hashes, err := newRecoveryCodes(a.cfg.Rand)
+	if err != nil {
+		return Completion{}, err
+	}
+	err = a.store.UpdateUser(ctx, u.Name, func(u *User) error {
+		if err := a.authorizeEnrollment(p, u, now); err != nil {
+			return err
+		}
+		if u.TOTPEnabled() && step <= u.TOTPLastStep {
+			return errWrongEnrollmentCode
+		}
+		u.TOTPSecret, u.TOTPLastStep = sealed, step
+		u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
+		u.PreAuthID, u.PreAuthFailures = "", 0
+		u.RecoveryCodes = hashes
+		return nil
+	})
+	if err != nil {
+		return Completion{}, err
+	}
+	a.emit(Event{Type: EventTOTPEnabled, Kind: KindUser, Name: u.Name, Remaining: len(codes)})
+	return Completion{RecoveryCodes: codes}, nil
+}
+
+// enrollmentSecret reads the secret back from a signed otpauth URL and
+// checks that it is the URL this package makes for the user.
+func enrollmentSecret(rawURL, name, issuer string) ([]byte, error) {
+	key, err := otp.NewKeyFromURL(rawURL)
+	if err != nil || key.Type() != "totp" || key.AccountName() != name || key.Issuer() != issuer ||
+		key.Period() != totpPeriod || key.Digits() != otp.DigitsSix || key.Algorithm() != otp.AlgorithmSHA1 {
+		return nil, ErrInvalidEnrollment
+	}
+	secret, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(strings.ToUpper(key.Secret()))
+	if err != nil || len(secret) != totpSecretSize {
+		return nil, ErrInvalidEnrollment
+	}
+	return secret, nil
+}
+
+// VerifyTOTP redeems a pre-auth token from [Authenticator.LoginUser] with a
+// TOTP code or a recovery code, and returns a user token. A code is
+// accepted once only; a pre-auth token is redeemed once and dies after
+// [MaxTOTPFailuresPerToken] wrong codes; and the user's consecutive
+// failures add a backoff that holds across tokens and replicas.
+func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, code string) (UserLogin, error) {
+	c, _, err := a.preAuth.verify(preAuthToken)
+	if err != nil {
+		return UserLogin{}, ErrUnauthenticated
+	}
+	name, err := PrepareUsername(username)
+	if err != nil || name != c.Subject {
+		return UserLogin{}, ErrForbidden
+	}
+	recovery := isRecoveryCode(code)
+	if !recovery && !wellFormedTOTP(code) {
+		return UserLogin{}, ErrMalformedCode
+	}
+	now := a.now()
+	var r secondFactor
+	err = a.store.UpdateUser(ctx, name, func(u *User) error {
+		r = a.checkSecondFactor(u, c, code, recovery, now)
+		return r.abort
+	})
+	if errors.Is(err, ErrNotFound) {
+		err = ErrUnauthenticated
+	}
+	if err != nil {
+		return UserLogin{}, err
+	}
+	a.emit(Event{Type: r.event, Kind: KindUser, Name: name, Remaining: r.remaining})
+	if r.failed != nil {
+		return UserLogin{}, r.failed
+	}
+	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: issueTime(now, r.validAfter), ttl: a.cfg.UserTokenTTL})
+	if err != nil {
+		return UserLogin{}, err
+	}
+	out := UserLogin{UserName: name, AuthToken: tok}
+	if recovery {
+		out.RecoveryCodesLeft = &r.remaining
+	}
+	return out, nil
+}
+
+// secondFactor is the outcome of one verification inside the atomic
+// update. abort stops the update with nothing written; failed is a wrong
+// code whose counters are written.
+type secondFactor struct {
+	abort      error
+	failed     error
+	event      EventType
+	remaining  int
+	validAfter time.Time
+}
+
+func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recovery bool, now time.Time) secondFactor {
+	switch {
+	case u.Disabled, !u.TOTPEnabled(), c.IssuedAt.Time.Before(u.TokensValidAfter),
+		u.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.PreAuthID), []byte(c.ID)) != 1:
+		return secondFactor{abort: ErrUnauthenticated}
+	case now.Before(u.TOTPBlockedUntil):
+		return secondFactor{abort: &ThrottledError{RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+	}
+	r := secondFactor{validAfter: u.TokensValidAfter, event: EventTOTPVerified}
+	ok := false
+	if recovery {
+		ok = useRecoveryCode(u, code)
+		r.event, r.remaining = EventRecoveryCodeUsed, len(u.RecoveryCodes)
+	} else {
+		secret, err := a.ring.openTOTP(u.Name, u.TOTPSecret)
+		if err != nil {
+			return secondFactor{abort: err}
+		}
+		step, replayed := matchTOTP(secret, code, now, u.TOTPLastStep)
+		if ok = step >= 0; ok {
+			u.TOTPLastStep = step
+		} else if replayed {
+			r.event = EventTOTPReplayed
+		}
+	}
+	if ok {
+		u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
+		u.PreAuthID, u.PreAuthFailures = "", 0
+		return r
+	}
+	if r.event != EventTOTPReplayed {
+		r.event = EventTOTPFailed
+	}
+	r.failed = ErrInvalidCode
+	u.TOTPFailures++
+	u.PreAuthFailures++
+	if u.PreAuthFailures >= MaxTOTPFailuresPerToken {
+		u.PreAuthID, u.PreAuthFailures = "", 0
+	}
+	u.TOTPBlockedUntil = addDelay(now, totpDelay(u.TOTPFailures))
+	return r
+}
+
+// hotp computes the RFC 4226 dynamic truncation of HMAC-SHA1(secret, counter).
+func hotp(secret []byte, counter uint64) uint32 {
+	var msg [8]byte
+	binary.BigEndian.PutUint64(msg[:], counter)
+	m := hmac.New(sha1.New, secret)
+	m.Write(msg[:])
+	sum := m.Sum(nil)
+	off := sum[len(sum)-1] & 0x0f
+	return binary.BigEndian.Uint32(sum[off:]) & 0x7fffffff
+}
+
+// totpCode returns the code for a 30-second step as a fixed-width string.
+func totpCode(secret []byte, step int64, digits int) string {
+	mod := uint32(1)
+	for range digits {
+		mod *= 10
+	}
+	return fmt.Sprintf("%0*d", digits, hotp(secret, uint64(step))%mod)
+}
+
+// matchTOTP checks code against steps T-1, T and T+1, comparing every one
+// in constant time. It returns the latest matching step after lastStep, or
+// -1; replayed reports a match at a step already used.
+func matchTOTP(secret []byte, code string, now time.Time, lastStep int64) (step int64, replayed bool) {
+	t := now.Unix() / totpPeriod
+	step = -1
+	for s := t - 1; s <= t+1; s++ {
+		if subtle.ConstantTimeCompare([]byte(totpCode(secret, s, totpDigits)), []byte(code)) == 1 {
+			if s > lastStep {
+				step = s
+			} else {
+				replayed = true
+			}
+		}
+	}
+	return step, replayed
+}
+
+func wellFormedTOTP(code string) bool {
+	if len(code) != totpDigits {
+		return false
+	}
+	for i := 0; i < len(code); i++ {
+		if code[i] < '0' || code[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// recoveryAlphabet has 32 symbols, so a random byte masked to 5 bits picks
+// one without bias.
+const recoveryAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
+
+// newRecoveryCodes returns fresh codes formatted xxxx-xxxx-xxxx-xxxx and
+// their hashes.
+func newRecoveryCodes(rnd io.Reader) (codes, hashes []string, err error) {
+	buf := make([]byte, recoveryCodeChars)
+	for range recoveryCodeCount {
+		if _, err := io.ReadFull(rnd, buf); err != nil {
+			return nil, nil, fmt.Errorf("nmauth: recovery code: %w", err)
+		}
+		var b strings.Builder
+		for i, x := range buf {
+			if i > 0 && i%4 == 0 {
+				b.WriteByte('-')
+			}
+			b.WriteByte(recoveryAlphabet[x&31])
+		}
+		codes = append(codes, b.String())
+		hashes = append(hashes, hashRecoveryCode(b.String()))
+	}
+	return codes, hashes, nil
+}
+
+// normalizeRecoveryCode drops dashes and spaces and lowers the case, so a
+// code typed by hand matches.
+func normalizeRecoveryCode(code string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '-' || r == ' ':
+			return -1
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return r
+	}, code)
+}
+
+func isRecoveryCode(code string) bool {
+	if len(code) > 4*recoveryCodeChars {
+		return false
+	}
+	n := normalizeRecoveryCode(code)
+	if len(n) != recoveryCodeChars {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if strings.IndexByte(recoveryAlphabet, n[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// hashRecoveryCode is a plain SHA-256: with 80 random bits a code cannot be
+// found from its hash by search.
+func hashRecoveryCode(code string) string {
+	sum := sha256.Sum256([]byte(normalizeRecoveryCode(code)))
+	return hex.EncodeToString(sum[:])
+}
+
+// useRecoveryCode removes the matching code from u and reports whether
+// there was one. Every stored hash is compared.
+func useRecoveryCode(u *User, code string) bool {
+	h := []byte(hashRecoveryCode(code))
+	found := -1
+	for i, stored := range u.RecoveryCodes {
+		if subtle.ConstantTimeCompare(h, []byte(stored)) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return false
+	}
+	u.RecoveryCodes = append(u.RecoveryCodes[:found:found], u.RecoveryCodes[found+1:]...)
+	return true
+}

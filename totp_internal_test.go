@@ -1,0 +1,173 @@
+package nmauth
+
+import (
+	"bytes"
+	"crypto/rand"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRFC6238Vectors checks the SHA-1 rows of RFC 6238 Appendix B.
+func TestRFC6238Vectors(t *testing.T) {
+	secret := []byte("12345678901234567890")
+	vectors := []struct {
+		unix int64
+		code string
+	}{
+		{59, "94287082"},
+		{1111111109, "07081804"},
+		{1111111111, "14050471"},
+		{1234567890, "89005924"},
+		{2000000000, "69279037"},
+		{20000000000, "65353130"},
+	}
+	for _, v := range vectors {
+		if got := totpCode(secret, v.unix/30, 8); got != v.code {
+			t.Errorf("T=%d: code %s, want %s", v.unix, got, v.code)
+		}
+	}
+}
+
+// TestRFC4226Vectors checks the HOTP values of RFC 4226 Appendix D.
+func TestRFC4226Vectors(t *testing.T) {
+	secret := []byte("12345678901234567890")
+	want := []string{"755224", "287082", "359152", "969429", "338314", "254676", "287922", "162583", "399871", "520489"}
+	for i, w := range want {
+		if got := totpCode(secret, int64(i), 6); got != w {
+			t.Errorf("counter %d: %s, want %s", i, got, w)
+		}
+	}
+}
+
+func TestMatchTOTPReplay(t *testing.T) {
+	secret := []byte("12345678901234567890")
+	now := time.Unix(1111111111, 0)
+	step := now.Unix() / 30
+	code := totpCode(secret, step, 6)
+	if s, _ := matchTOTP(secret, code, now, step-1); s != step {
+		t.Fatalf("fresh code matched step %d, want %d", s, step)
+	}
+	if s, replayed := matchTOTP(secret, code, now, step); s != -1 || !replayed {
+		t.Fatalf("used code: step %d replayed %v", s, replayed)
+	}
+}
+
+func TestRecoveryCodes(t *testing.T) {
+	codes, hashes, err := newRecoveryCodes(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(codes) != 10 || len(hashes) != 10 {
+		t.Fatalf("%d codes, %d hashes", len(codes), len(hashes))
+	}
+	seen := map[string]bool{}
+	for _, c := range codes {
+		if len(c) != 19 || !isRecoveryCode(c) || seen[c] {
+			t.Fatalf("bad or repeated code %q", c)
+		}
+		seen[c] = true
+	}
+	u := &User{RecoveryCodes: hashes}
+	typed := strings.ToUpper(strings.ReplaceAll(codes[3], "-", " "))
+	if !useRecoveryCode(u, typed) {
+		t.Fatal("recovery code typed in upper case with spaces refused")
+	}
+	if useRecoveryCode(u, codes[3]) {
+		t.Fatal("recovery code accepted twice")
+	}
+	if len(u.RecoveryCodes) != 9 {
+		t.Fatalf("%d codes left, want 9", len(u.RecoveryCodes))
+	}
+}
+
+func testRing(t *testing.T, secrets ...byte) *keyRing {
+	t.Helper()
+	var s [][]byte
+	for _, b := range secrets {
+		s = append(s, bytes.Repeat([]byte{b}, 32))
+	}
+	r, err := newKeyRing(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestSealTOTP(t *testing.T) {
+	r := testRing(t, 1)
+	secret := []byte("0123456789abcdefghij")
+	sealed, err := r.sealTOTP(rand.Reader, "alice", secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(sealed, secret) {
+		t.Fatal("sealed blob holds the secret")
+	}
+	if got, err := r.openTOTP("alice", sealed); err != nil || !bytes.Equal(got, secret) {
+		t.Fatalf("open: %q, %v", got, err)
+	}
+	if _, err := r.openTOTP("bob", sealed); err == nil {
+		t.Fatal("secret sealed for alice opened for bob")
+	}
+	flipped := bytes.Clone(sealed)
+	flipped[len(flipped)-1] ^= 1
+	if _, err := r.openTOTP("alice", flipped); err == nil {
+		t.Fatal("tampered blob opened")
+	}
+	rotated := testRing(t, 2, 1)
+	if got, err := rotated.openTOTP("alice", sealed); err != nil || !bytes.Equal(got, secret) {
+		t.Fatalf("open after rotation: %v", err)
+	}
+	if _, err := testRing(t, 3).openTOTP("alice", sealed); err == nil {
+		t.Fatal("opened under a foreign key")
+	}
+}
+
+func TestKeyRingRules(t *testing.T) {
+	if _, err := newKeyRing(nil); err == nil {
+		t.Fatal("empty ring accepted")
+	}
+	if _, err := newKeyRing([][]byte{make([]byte, 31)}); err == nil {
+		t.Fatal("31-byte secret accepted")
+	}
+	s := bytes.Repeat([]byte{1}, 32)
+	if _, err := newKeyRing([][]byte{s, s}); err == nil {
+		t.Fatal("repeated secret accepted")
+	}
+}
+
+var fixedNow = time.Unix(1_700_000_000, 0)
+
+func TestEnrollmentSignature(t *testing.T) {
+	r := testRing(t, 1)
+	now := time.Unix(1_700_000_000, 0)
+	url := "otpauth://totp/nmauth:alice?secret=ABC"
+	sig := r.signer().enrollmentSignature("alice", url, now.Add(10*time.Minute))
+	if !r.checkEnrollment("alice", url, sig, now) {
+		t.Fatal("own signature refused")
+	}
+	for name, ok := range map[string]bool{
+		"other user":  r.checkEnrollment("bob", url, sig, now),
+		"other url":   r.checkEnrollment("alice", url+"X", sig, now),
+		"expired":     r.checkEnrollment("alice", url, sig, now.Add(10*time.Minute)),
+		"garbage":     r.checkEnrollment("alice", url, "x.y.z", now),
+		"extended":    r.checkEnrollment("alice", url, "9"+sig, now),
+		"foreign key": testRing(t, 2).checkEnrollment("alice", url, sig, now),
+	} {
+		if ok {
+			t.Errorf("%s: signature accepted", name)
+		}
+	}
+}
+
+func TestTOTPDelayBound(t *testing.T) {
+	for n := range 5 {
+		if totpDelay(n) != 0 {
+			t.Fatalf("delay after %d failures", n)
+		}
+	}
+	if totpDelay(5) != time.Second || totpDelay(6) != 2*time.Second || totpDelay(1000) != 15*time.Minute {
+		t.Fatalf("delays %s %s %s", totpDelay(5), totpDelay(6), totpDelay(1000))
+	}
+}
