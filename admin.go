@@ -3,6 +3,7 @@ package nmauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -145,3 +146,43 @@ func (a *Authenticator) RecoveryCodesLeft(ctx context.Context, username string) 
 	}
 	return len(u.RecoveryCodes), err
 }
+
+// ResealTOTPSecrets seals every stored TOTP secret again under the first
+// root secret, so that older root secrets can be dropped from
+// [Config.Secrets]. It returns how many secrets it sealed again; secrets
+// already under the first key are left alone. Each user is updated
+// atomically, so it is safe while the service runs.
+func (a *Authenticator) ResealTOTPSecrets(ctx context.Context) (int, error) {
+	users, err := a.store.ListUsers(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, listed := range users {
+		if !listed.TOTPEnabled() || a.ring.sealedBySigner(listed.TOTPSecret) {
+			continue
+		}
+		err := a.store.UpdateUser(ctx, listed.Name, func(u *User) error {
+			if !u.TOTPEnabled() || a.ring.sealedBySigner(u.TOTPSecret) {
+				return errAlreadySealed
+			}
+			secret, err := a.ring.openTOTP(u.Name, u.TOTPSecret)
+			if err != nil {
+				return err
+			}
+			u.TOTPSecret, err = a.ring.sealTOTP(a.cfg.Rand, u.Name, secret)
+			return err
+		})
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, errAlreadySealed), errors.Is(err, ErrNotFound):
+		default:
+			return n, fmt.Errorf("nmauth: reseal totp secret of %q: %w", listed.Name, err)
+		}
+	}
+	return n, nil
+}
+
+// errAlreadySealed stops an update that another process has already done.
+var errAlreadySealed = errors.New("nmauth: already sealed under the newest key")

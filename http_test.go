@@ -623,3 +623,32 @@ func decodeQR(t *testing.T, dataURL string) string {
 	}
 	return res.GetText()
 }
+
+func TestResealTOTPSecrets(t *testing.T) {
+	f := newFixture(t)
+	f.addUser("alice", "correct horse battery")
+	f.addUser("bob", "correct horse battery")
+	secret, _ := f.enroll("alice", f.userToken("alice", "correct horse battery"))
+	ctx := context.Background()
+	before, _ := f.store.GetUser(ctx, "alice")
+
+	rotated, err := nmauth.New(nmauth.Config{Store: f.store, Secrets: [][]byte{testSecret(2), testSecret(1)}, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rotated.ResealTOTPSecrets(ctx); n != 1 || err != nil {
+		t.Fatalf("ResealTOTPSecrets = %d, %v; want 1 sealed", n, err)
+	}
+	if n, err := rotated.ResealTOTPSecrets(ctx); n != 0 || err != nil {
+		t.Fatalf("second ResealTOTPSecrets = %d, %v; want 0", n, err)
+	}
+	after, _ := f.store.GetUser(ctx, "alice")
+	if bytes.Equal(before.TOTPSecret, after.TOTPSecret) {
+		t.Fatal("secret not sealed again")
+	}
+	// Only the new key is needed from now on.
+	f.auth, _ = nmauth.New(nmauth.Config{Store: f.store, Secrets: [][]byte{testSecret(2)}, Now: f.clock.Now})
+	f.srv.Config.Handler = f.auth.Handler()
+	pre := f.preAuthToken("alice", "correct horse battery")
+	wantStatus(t, f.verifyTOTP("alice", pre, f.code(secret, 0)), 200)
+}

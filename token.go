@@ -363,6 +363,11 @@ func (r *keyRing) sealTOTP(rnd io.Reader, username string, secret []byte) ([]byt
 	return k.seal.Seal(out, nonce, secret, []byte(username)), nil
 }
 
+// sealedBySigner reports whether a sealed secret is under the newest key.
+func (r *keyRing) sealedBySigner(sealed []byte) bool {
+	return len(sealed) >= 9 && hex.EncodeToString(sealed[1:9]) == r.signer().id
+}
+
 // openTOTP decrypts a secret sealed by sealTOTP under any key of the ring.
 func (r *keyRing) openTOTP(username string, sealed []byte) ([]byte, error) {
 	if len(sealed) < 1+8 || sealed[0] != sealedVersion {
