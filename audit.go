@@ -13,6 +13,7 @@ const (
 	EventLoginSucceeded   EventType = "login.succeeded"
 	EventLoginFailed      EventType = "login.failed"
 	EventLoginThrottled   EventType = "login.throttled"
+	EventClientThrottled  EventType = "client.throttled"
 	EventTOTPEnabled      EventType = "totp.enabled"
 	EventTOTPVerified     EventType = "totp.verified"
 	EventTOTPFailed       EventType = "totp.failed"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 	"unicode"
@@ -70,6 +71,19 @@ type Config struct {
 	// remembers. Defaults to 10000; a negative value disables the cache.
 	TokenCacheSize int
 
+	// ClientRate is how many login and verify-totp attempts per second
+	// one client address may make, after a burst of ClientBurst. It slows
+	// an attacker who tries one password on many accounts. Defaults to 1
+	// per second; a negative value turns the limit off.
+	ClientRate float64
+	// ClientBurst is how many attempts a client may make at once. Defaults
+	// to 20.
+	ClientBurst int
+	// TrustedProxies are the addresses of reverse proxies whose
+	// X-Forwarded-For header names the client. By default none: the client
+	// is the connection's peer.
+	TrustedProxies []netip.Prefix
+
 	// OnEvent, when set, receives every audit event. It runs on the
 	// request's goroutine and must not block.
 	OnEvent func(Event)
@@ -102,6 +116,12 @@ func (c *Config) setDefaults() {
 	def(&c.StatusCacheTTL, 2*time.Second)
 	if c.PasswordHashQueue == 0 {
 		c.PasswordHashQueue = 64
+	}
+	if c.ClientRate == 0 {
+		c.ClientRate = 1
+	}
+	if c.ClientBurst == 0 {
+		c.ClientBurst = 20
 	}
 	if c.TokenCacheSize == 0 {
 		c.TokenCacheSize = 10000
@@ -169,6 +189,7 @@ type Authenticator struct {
 	hasher  *passwordHasher
 	tokens  *tokenCache
 	status  *statusCache
+	clients *clientLimiter
 	log     *slog.Logger
 }
 
@@ -192,6 +213,7 @@ func New(cfg Config) (*Authenticator, error) {
 		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),
 		tokens:  newTokenCache(cfg.TokenCacheSize),
 		status:  newStatusCache(cfg.StatusCacheTTL),
+		clients: newClientLimiter(cfg.ClientRate, cfg.ClientBurst, cfg.TrustedProxies),
 		log:     cfg.Logger,
 	}
 	return a, nil

@@ -62,12 +62,24 @@ type TOTPRequest struct {
 // still win), or under a prefix with [http.StripPrefix].
 func (a *Authenticator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/hosts/adm/authenticate", a.serveHostLogin)
-	mux.HandleFunc("POST /api/users/adm/authenticate", a.serveUserLogin)
+	mux.Handle("POST /api/hosts/adm/authenticate", a.limited(a.serveHostLogin))
+	mux.Handle("POST /api/users/adm/authenticate", a.limited(a.serveUserLogin))
 	mux.Handle("POST /api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP)))
 	mux.Handle("POST /api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP)))
-	mux.HandleFunc("POST /api/users/{username}/auth/verify-totp", a.serveVerifyTOTP)
+	mux.Handle("POST /api/users/{username}/auth/verify-totp", a.limited(a.serveVerifyTOTP))
 	return mux
+}
+
+// limited applies the per-client limit to a route that checks secrets.
+func (a *Authenticator) limited(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := a.clients.wait(r, a.now()); d > 0 {
+			a.emit(Event{Type: EventClientThrottled})
+			a.writeError(w, r, &ThrottledError{RetryAfter: d})
+			return
+		}
+		next(w, r)
+	})
 }
 
 // Middleware lets a request through only with a valid bearer credential
