@@ -22,7 +22,10 @@ func (a *Authenticator) CreateUser(ctx context.Context, username, password strin
 	if err != nil {
 		return err
 	}
-	return a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now()})
+	// Tokens minted for an earlier account of the same name stay dead.
+	now := a.now()
+	defer a.status.forget(KindUser, name)
+	return a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: now, TokensValidAfter: nextValidAfter(now, time.Time{})})
 }
 
 // SetUserPassword replaces a user's password and revokes the user's
@@ -89,7 +92,7 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, change 
 	defer a.status.forget(KindUser, name)
 	err = a.store.UpdateUser(ctx, name, func(u *User) error {
 		change(u)
-		u.TokensValidAfter = revocationTime(a.now())
+		u.TokensValidAfter = nextValidAfter(a.now(), u.TokensValidAfter)
 		return nil
 	})
 	if err == nil {
@@ -115,7 +118,9 @@ func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string
 	if err != nil {
 		return err
 	}
-	return a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now()})
+	now := a.now()
+	defer a.status.forget(KindHost, id)
+	return a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: now, TokensValidAfter: nextValidAfter(now, time.Time{})})
 }
 
 // DisableHost refuses the host's logins and revokes its tokens.
@@ -123,7 +128,7 @@ func (a *Authenticator) DisableHost(ctx context.Context, id string) error {
 	defer a.status.forget(KindHost, id)
 	return a.store.UpdateHost(ctx, id, func(h *Host) error {
 		h.Disabled = true
-		h.TokensValidAfter = revocationTime(a.now())
+		h.TokensValidAfter = nextValidAfter(a.now(), h.TokensValidAfter)
 		return nil
 	})
 }

@@ -199,6 +199,11 @@ func New(cfg Config) (*Authenticator, error) {
 		return nil, errors.New("nmauth: Config.Store is required")
 	}
 	cfg.setDefaults()
+	for _, d := range []time.Duration{cfg.UserTokenTTL, cfg.PreAuthTokenTTL, cfg.HostTokenTTL, cfg.NodeTokenTTL, cfg.EnrollmentTTL, cfg.ReenrollWindow} {
+		if d < 0 {
+			return nil, errors.New("nmauth: Config lifetimes must be positive")
+		}
+	}
 	ring, err := newKeyRing(cfg.Secrets)
 	if err != nil {
 		return nil, err
@@ -257,19 +262,14 @@ func prepareMAC(mac string) (string, error) {
 	return hw.String(), nil
 }
 
-// revocationTime is the TokensValidAfter for a revocation at now: the next
-// whole second, since token times have one-second precision. Tokens minted
-// from then on carry an iat no earlier than it (see issueTime).
-func revocationTime(now time.Time) time.Time {
-	return now.Truncate(time.Second).Add(time.Second)
-}
-
-// issueTime is the iat for a token of an account revoked at validAfter.
-func issueTime(now, validAfter time.Time) time.Time {
-	if now.Before(validAfter) {
-		return validAfter
+// nextValidAfter is the TokensValidAfter for a revocation at now of an
+// account whose current one is prev: every token minted at or before now
+// dies, and a clock stepping back never revives one.
+func nextValidAfter(now, prev time.Time) time.Time {
+	if next := now.Add(time.Nanosecond); next.After(prev) {
+		return next
 	}
-	return now
+	return prev
 }
 
 // UserLogin is the result of a user login or of TOTP verification.
@@ -340,7 +340,7 @@ func (a *Authenticator) finishUserLogin(ctx context.Context, name, newHash strin
 		if newHash != "" {
 			u.PasswordHash = newHash
 		}
-		iat := issueTime(a.now(), u.TokensValidAfter)
+		iat := a.now()
 		out = UserLogin{UserName: name}
 		if u.TOTPEnabled() {
 			tok, jti, err := a.minter.mint(mintArgs{kind: kindPreAuth, subject: name, issuedAt: iat, ttl: a.cfg.PreAuthTokenTTL})
@@ -445,7 +445,7 @@ func (a *Authenticator) LoginHost(ctx context.Context, id, mac, password string)
 		if newHash != "" {
 			h.PasswordHash = newHash
 		}
-		tok, _, err := a.minter.mint(mintArgs{kind: kindHost, subject: id, issuedAt: issueTime(a.now(), h.TokensValidAfter), ttl: a.cfg.HostTokenTTL})
+		tok, _, err := a.minter.mint(mintArgs{kind: kindHost, subject: id, issuedAt: a.now(), ttl: a.cfg.HostTokenTTL})
 		out = HostLogin{AuthToken: tok, ID: id}
 		return err
 	})

@@ -23,6 +23,8 @@ import (
 const testMasterKey = "test-master-key-0123456789abcdef-0123"
 
 // clock is a settable time source shared by the Authenticator under test.
+// Like a real clock it never reads the same instant twice: each read moves
+// it on by a microsecond, so events happen in the order they are made.
 type clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -35,6 +37,7 @@ func newClock() *clock {
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Microsecond)
 	return c.now
 }
 

@@ -70,7 +70,8 @@ func TestUserLoginWithoutTOTP(t *testing.T) {
 	if err != nil || p.Kind != nmauth.KindUser || p.Name != "alice" || p.TOTP {
 		t.Fatalf("user token checks as %+v, %v", p, err)
 	}
-	if got := p.ExpiresAt.Sub(p.IssuedAt); got != time.Hour {
+	// exp has whole seconds; iat keeps nanoseconds.
+	if got := p.ExpiresAt.Sub(p.IssuedAt); got > time.Hour || got <= time.Hour-time.Second {
 		t.Fatalf("user token lifetime %s, want 1h", got)
 	}
 }
@@ -433,6 +434,12 @@ func TestTokenExpiryAndRevocation(t *testing.T) {
 	}
 	// A user re-created with the same name does not inherit old tokens.
 	f.addUser("bob", "another password")
+	if _, err := f.auth.CheckBearer(ctx, bob); err == nil {
+		t.Fatal("token of a deleted user accepted after the name was reused")
+	}
+	if _, err := f.auth.CheckBearer(ctx, f.userToken("bob", "another password")); err != nil {
+		t.Fatalf("token of the new bob refused: %v", err)
+	}
 	f.clock.Advance(15*time.Minute + time.Second)
 	if _, err := f.auth.CheckBearer(ctx, node); err == nil {
 		t.Fatal("expired node token accepted")
@@ -651,4 +658,35 @@ func TestResealTOTPSecrets(t *testing.T) {
 	f.srv.Config.Handler = f.auth.Handler()
 	pre := f.preAuthToken("alice", "correct horse battery")
 	wantStatus(t, f.verifyTOTP("alice", pre, f.code(secret, 0)), 200)
+}
+
+// TestRevocationWithinOneSecond revokes twice in the same second with a
+// login between: the token from that login must not survive the second
+// revocation, although token times have one-second precision.
+func TestRevocationWithinOneSecond(t *testing.T) {
+	f := newFixture(t)
+	f.addUser("alice", "correct horse battery")
+	ctx := context.Background()
+	f.clock.Advance(5 * time.Second)
+	if err := f.auth.SetUserPassword(ctx, "alice", "a new password!"); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(300 * time.Millisecond)
+	tok := f.userToken("alice", "a new password!")
+	if _, err := f.auth.CheckBearer(ctx, tok); err != nil {
+		t.Fatalf("fresh token refused: %v", err)
+	}
+	f.clock.Advance(300 * time.Millisecond)
+	if err := f.auth.DisableUser(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.auth.EnableUser(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.auth.CheckBearer(ctx, tok); err == nil {
+		t.Fatal("token minted before the disable survived it")
+	}
+	if _, err := f.auth.CheckBearer(ctx, f.userToken("alice", "a new password!")); err != nil {
+		t.Fatalf("token minted after re-enabling refused: %v", err)
+	}
 }

@@ -61,10 +61,42 @@ var errTokenKind = errors.New("nmauth: token kind not accepted here")
 // claims is the payload of every token this package issues.
 type claims struct {
 	jwt.RegisteredClaims
+	// IssuedAt shadows the embedded iat to keep nanoseconds, so that a
+	// revocation at an instant is exact (see issuedAt).
+	IssuedAt issuedAt `json:"iat"`
 	// Network is the network of a node token.
 	Network string `json:"net,omitempty"`
 	// TOTP marks a user token minted by a login that passed TOTP.
 	TOTP bool `json:"totp,omitempty"`
+}
+
+// GetIssuedAt implements jwt.Claims with the precise iat.
+func (c *claims) GetIssuedAt() (*jwt.NumericDate, error) {
+	return jwt.NewNumericDate(c.IssuedAt.Time), nil
+}
+
+// issuedAt is a NumericDate with nanoseconds, written as a decimal
+// fraction as RFC 7519 §2 allows: "1772366460.123456789".
+type issuedAt struct{ time.Time }
+
+func (t issuedAt) MarshalJSON() ([]byte, error) {
+	return fmt.Appendf(nil, "%d.%09d", t.Unix(), t.Nanosecond()), nil
+}
+
+func (t *issuedAt) UnmarshalJSON(b []byte) error {
+	sec, frac, _ := strings.Cut(string(b), ".")
+	n, err := strconv.ParseUint(sec, 10, 63)
+	if err != nil || len(frac) > 9 {
+		return errors.New("nmauth: malformed iat")
+	}
+	var ns uint64
+	if frac != "" {
+		if ns, err = strconv.ParseUint(frac+strings.Repeat("0", 9-len(frac)), 10, 64); err != nil {
+			return errors.New("nmauth: malformed iat")
+		}
+	}
+	t.Time = time.Unix(int64(n), int64(ns))
+	return nil
 }
 
 // ringKey holds the subkeys derived from one root secret.
@@ -170,15 +202,15 @@ func (m *tokenMinter) mint(a mintArgs) (token, jti string, err error) {
 			Issuer:    m.issuer,
 			Subject:   a.subject,
 			Audience:  jwt.ClaimStrings{kindAudience[a.kind]},
-			IssuedAt:  jwt.NewNumericDate(a.issuedAt),
 			ExpiresAt: jwt.NewNumericDate(a.issuedAt.Add(a.ttl)),
 			ID:        jti,
 		},
-		Network: a.network,
-		TOTP:    a.totp,
+		IssuedAt: issuedAt{a.issuedAt},
+		Network:  a.network,
+		TOTP:     a.totp,
 	}
 	key := m.ring.signer()
-	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
+	t := jwt.NewWithClaims(jwt.SigningMethodHS256, &c)
 	t.Header["kid"] = key.id
 	token, err = t.SignedString(key.jwt[a.kind])
 	if err != nil {
@@ -232,7 +264,7 @@ func (v *tokenVerifier) verify(token string) (*claims, tokenKind, error) {
 		return nil, 0, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
 	kind, ok := kindOf(c)
-	if !ok || c.Subject == "" || c.ID == "" || c.IssuedAt == nil {
+	if !ok || c.Subject == "" || c.ID == "" || c.IssuedAt.IsZero() {
 		return nil, 0, ErrUnauthenticated
 	}
 	if kind == kindNode && c.Network == "" {

@@ -253,7 +253,7 @@ func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, 
 	if r.failed != nil {
 		return UserLogin{}, r.failed
 	}
-	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: issueTime(now, r.validAfter), ttl: a.cfg.UserTokenTTL})
+	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL})
 	if err != nil {
 		return UserLogin{}, err
 	}
@@ -268,22 +268,21 @@ func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, 
 // update. abort stops the update with nothing written; failed is a wrong
 // code whose counters are written.
 type secondFactor struct {
-	abort      error
-	failed     error
-	event      EventType
-	remaining  int
-	validAfter time.Time
+	abort     error
+	failed    error
+	event     EventType
+	remaining int
 }
 
 func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recovery bool, now time.Time) secondFactor {
 	switch {
-	case u.Disabled, !u.TOTPEnabled(), c.IssuedAt.Time.Before(u.TokensValidAfter),
+	case u.Disabled, !u.TOTPEnabled(), c.IssuedAt.Before(u.TokensValidAfter),
 		u.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.PreAuthID), []byte(c.ID)) != 1:
 		return secondFactor{abort: ErrUnauthenticated}
 	case now.Before(u.TOTPBlockedUntil):
 		return secondFactor{abort: &ThrottledError{RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
-	r := secondFactor{validAfter: u.TokensValidAfter, event: EventTOTPVerified}
+	r := secondFactor{event: EventTOTPVerified}
 	ok := false
 	if recovery {
 		ok = useRecoveryCode(u, code)
