@@ -208,13 +208,19 @@ func New(cfg Config) (*Authenticator, error) {
 	if err != nil {
 		return nil, err
 	}
+	ttl := [numKinds]time.Duration{
+		kindUser:    cfg.UserTokenTTL,
+		kindPreAuth: cfg.PreAuthTokenTTL,
+		kindHost:    cfg.HostTokenTTL,
+		kindNode:    cfg.NodeTokenTTL,
+	}
 	a := &Authenticator{
 		cfg:     cfg,
 		store:   cfg.Store,
 		ring:    ring,
 		minter:  &tokenMinter{ring: ring, issuer: cfg.Issuer, rand: cfg.Rand},
-		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, kindUser, kindHost, kindNode),
-		preAuth: newTokenVerifier(ring, cfg.Issuer, cfg.Now, kindPreAuth),
+		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
+		preAuth: newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
 		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),
 		tokens:  newTokenCache(cfg.TokenCacheSize),
 		status:  newStatusCache(cfg.StatusCacheTTL),

@@ -21,6 +21,8 @@ var (
 	errContentType = errors.New("nmauth: content type must be application/json")
 	errBodyTooBig  = errors.New("nmauth: request body too large")
 	errBadJSON     = errors.New("nmauth: malformed JSON body")
+	errMethod      = errors.New("nmauth: method not allowed")
+	errNoRoute     = errors.New("nmauth: no such route")
 )
 
 // Envelope is the spec's generic result: code, message and a payload.
@@ -67,6 +69,20 @@ func (a *Authenticator) Handler() http.Handler {
 	mux.Handle("POST /api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP)))
 	mux.Handle("POST /api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP)))
 	mux.Handle("POST /api/users/{username}/auth/verify-totp", a.limited(a.serveVerifyTOTP))
+	// Every answer is the envelope, also for a wrong method or path.
+	for _, path := range []string{
+		"/api/hosts/adm/authenticate",
+		"/api/users/adm/authenticate",
+		"/api/users/{username}/auth/init-totp",
+		"/api/users/{username}/auth/complete-totp",
+		"/api/users/{username}/auth/verify-totp",
+	} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", http.MethodPost)
+			a.writeError(w, r, errMethod)
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { a.writeError(w, r, errNoRoute) })
 	return mux
 }
 
@@ -239,6 +255,10 @@ func errorStatus(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, "request body too large"
 	case errors.Is(err, errBadJSON):
 		return http.StatusBadRequest, "malformed JSON body"
+	case errors.Is(err, errMethod):
+		return http.StatusMethodNotAllowed, "method not allowed"
+	case errors.Is(err, errNoRoute):
+		return http.StatusNotFound, "not found"
 	case errors.Is(err, ErrInvalidCredentials):
 		return http.StatusUnauthorized, "invalid credentials"
 	case errors.Is(err, ErrUnauthenticated):

@@ -219,14 +219,20 @@ func (m *tokenMinter) mint(a mintArgs) (token, jti string, err error) {
 	return token, jti, nil
 }
 
+// maxClockSkew is how far ahead of this replica's clock a token's iat may
+// be. A token from further ahead would outlive a revocation made now.
+const maxClockSkew = 5 * time.Second
+
 // tokenVerifier checks tokens of one set of kinds. The kinds it accepts are
 // fixed when it is built, so no call can widen them.
 type tokenVerifier struct {
 	parser  *jwt.Parser
 	keyFunc jwt.Keyfunc
+	now     func() time.Time
+	ttl     [numKinds]time.Duration
 }
 
-func newTokenVerifier(ring *keyRing, issuer string, now func() time.Time, accept ...tokenKind) *tokenVerifier {
+func newTokenVerifier(ring *keyRing, issuer string, now func() time.Time, ttl [numKinds]time.Duration, accept ...tokenKind) *tokenVerifier {
 	auds := make([]string, len(accept))
 	for i, k := range accept {
 		auds[i] = kindAudience[k]
@@ -240,6 +246,8 @@ func newTokenVerifier(ring *keyRing, issuer string, now func() time.Time, accept
 			jwt.WithTimeFunc(now),
 			jwt.WithStrictDecoding(),
 		),
+		now: now,
+		ttl: ttl,
 	}
 	v.keyFunc = func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
@@ -257,7 +265,9 @@ func newTokenVerifier(ring *keyRing, issuer string, now func() time.Time, accept
 }
 
 // verify checks a token's signature, algorithm, issuer, audience and
-// lifetime, and returns its claims and kind.
+// lifetime, and returns its claims and kind. A token is also refused if it
+// claims to be from the future or to live longer than its kind does: only
+// a holder of the root secret or a replica with a wrong clock makes those.
 func (v *tokenVerifier) verify(token string) (*claims, tokenKind, error) {
 	c := &claims{}
 	if _, err := v.parser.ParseWithClaims(token, c, v.keyFunc); err != nil {
@@ -268,6 +278,9 @@ func (v *tokenVerifier) verify(token string) (*claims, tokenKind, error) {
 		return nil, 0, ErrUnauthenticated
 	}
 	if kind == kindNode && c.Network == "" {
+		return nil, 0, ErrUnauthenticated
+	}
+	if c.IssuedAt.After(v.now().Add(maxClockSkew)) || c.ExpiresAt.Sub(c.IssuedAt.Time) > v.ttl[kind] {
 		return nil, 0, ErrUnauthenticated
 	}
 	return c, kind, nil

@@ -13,11 +13,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
 	"image/png"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/boombuler/barcode/qr"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 )
@@ -124,22 +128,37 @@ func (a *Authenticator) InitTOTP(ctx context.Context, p Principal, username stri
 	if err != nil {
 		return Enrollment{}, fmt.Errorf("nmauth: totp key: %w", err)
 	}
-	qr, err := qrDataURL(key)
+	url := key.URL()
+	qrCode, err := qrDataURL(url)
 	if err != nil {
 		return Enrollment{}, err
 	}
-	url := key.URL()
 	return Enrollment{
 		URL:       url,
 		Signature: a.ring.signer().enrollmentSignature(u.Name, url, a.now().Add(a.cfg.EnrollmentTTL)),
-		QRCode:    qr,
+		QRCode:    qrCode,
 	}, nil
 }
 
-func qrDataURL(key *otp.Key) (string, error) {
-	img, err := key.Image(qrSize, qrSize)
+// qrDataURL draws the URL as a QR code with whole-pixel modules and the
+// four-module quiet zone the QR standard asks for, so that every camera
+// reads it, and returns it as a PNG data: URL.
+func qrDataURL(url string) (string, error) {
+	code, err := qr.Encode(url, qr.M, qr.Auto)
 	if err != nil {
 		return "", fmt.Errorf("nmauth: qr code: %w", err)
+	}
+	const quiet = 4
+	n := code.Bounds().Dx()
+	scale := max(1, qrSize/(n+2*quiet))
+	side := (n + 2*quiet) * scale
+	img := image.NewPaletted(image.Rect(0, 0, side, side), color.Palette{color.White, color.Black})
+	for y := range n {
+		for x := range n {
+			if code.At(x, y) == color.Black {
+				draw.Draw(img, image.Rect((x+quiet)*scale, (y+quiet)*scale, (x+quiet+1)*scale, (y+quiet+1)*scale), image.Black, image.Point{}, draw.Src)
+			}
+		}
 	}
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
