@@ -220,18 +220,23 @@ func TestKillDuringEnrollment(t *testing.T) {
 	env := baseEnv("MASTER_KEY=" + testMasterKey)
 	db := filepath.Join(dir, "nmauth.db")
 	const password = "kill-nine-password"
-	cases := []struct {
+	type killCase struct {
 		name string
 		kill func(d *daemon, user, token string, e enrollment)
 		want string // "on", "off", or "" for either
-	}{
+	}
+	cases := []killCase{
 		{"after init-totp", func(d *daemon, user, token string, e enrollment) { d.kill9() }, "off"},
-		{"right after sending complete-totp", func(d *daemon, user, token string, e enrollment) {
-			sendAndKill(t, d, user, token, e, false)
-		}, ""},
 		{"after complete-totp answered", func(d *daemon, user, token string, e enrollment) {
-			sendAndKill(t, d, user, token, e, true)
+			sendAndKill(t, d, user, token, e, -1)
 		}, "on"},
+	}
+	// Right after the complete-totp request is sent, and a little later,
+	// so that some kill lands while the server is at work on it.
+	for _, delay := range []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond} {
+		cases = append(cases, killCase{"complete-totp sent, kill after " + delay.String(), func(d *daemon, user, token string, e enrollment) {
+			sendAndKill(t, d, user, token, e, delay)
+		}, ""})
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,9 +278,10 @@ func TestKillDuringEnrollment(t *testing.T) {
 	}
 }
 
-// sendAndKill writes a complete-totp request on a connection of its own,
-// optionally waits for the answer, and kills the server with SIGKILL.
-func sendAndKill(t *testing.T, d *daemon, user, token string, e enrollment, waitAnswer bool) {
+// sendAndKill writes a complete-totp request on a connection of its own
+// and kills the server with SIGKILL after delay, or once the answer has
+// come if delay is negative.
+func sendAndKill(t *testing.T, d *daemon, user, token string, e enrollment, delay time.Duration) {
 	t.Helper()
 	body, err := json.Marshal(completeBody(e, totpCode(t, e.URL, time.Now())))
 	if err != nil {
@@ -295,7 +301,9 @@ func sendAndKill(t *testing.T, d *daemon, user, token string, e enrollment, wait
 	if err := req.Write(conn); err != nil {
 		t.Fatal(err)
 	}
-	if waitAnswer {
+	if delay >= 0 {
+		time.Sleep(delay)
+	} else {
 		resp, err := http.ReadResponse(bufio.NewReader(conn), req)
 		if err != nil {
 			t.Fatal(err)
