@@ -61,3 +61,9 @@ CODE=$(oathtool --totp -b -N "now + 30 seconds" "$SECRET")
 USER_TOKEN=$(post "/api/users/$DEMO_USER/auth/verify-totp" "$PRE_AUTH_TOKEN" \
   "$(jq -n --arg code "$CODE" '{totp: $code}')" | jq -er .authToken)
 curl -sS --fail-with-body -H "Authorization: Bearer $USER_TOKEN" "$NMAUTH_URL/api/whoami"
+
+# 6. The master key is the other bearer credential (printed by --dev only
+#    when it is the well-known default).
+if [ -n "${DEMO_MASTER_KEY:-}" ]; then
+  curl -sS --fail-with-body -H "Authorization: Bearer $DEMO_MASTER_KEY" "$NMAUTH_URL/api/whoami"
+fi
