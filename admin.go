@@ -125,16 +125,28 @@ func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string
 
 // DisableHost refuses the host's logins and revokes its tokens.
 func (a *Authenticator) DisableHost(ctx context.Context, id string) error {
+	id, err := prepareHostID(id)
+	if err != nil {
+		return err
+	}
 	defer a.status.forget(KindHost, id)
-	return a.store.UpdateHost(ctx, id, func(h *Host) error {
+	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
 		h.Disabled = true
 		h.TokensValidAfter = nextValidAfter(a.now(), h.TokensValidAfter)
 		return nil
 	})
+	if err == nil {
+		a.emit(Event{Type: EventTokensRevoked, Kind: KindHost, Name: id})
+	}
+	return err
 }
 
 // DeleteHost removes a host; its tokens stop working.
 func (a *Authenticator) DeleteHost(ctx context.Context, id string) error {
+	id, err := prepareHostID(id)
+	if err != nil {
+		return err
+	}
 	defer a.status.forget(KindHost, id)
 	return a.store.DeleteHost(ctx, id)
 }

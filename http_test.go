@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
@@ -690,5 +691,37 @@ func TestRevocationWithinOneSecond(t *testing.T) {
 	}
 	if _, err := f.auth.CheckBearer(ctx, f.userToken("alice", "a new password!")); err != nil {
 		t.Fatalf("token minted after re-enabling refused: %v", err)
+	}
+}
+
+func TestDisableAndDeleteHost(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.addHost("host-1", "", "host-password-1")
+	f.addHost("host-2", "", "host-password-2")
+	tokenOf := func(id, pw string) string {
+		r := f.do("/api/hosts/adm/authenticate", "", map[string]string{"id": id, "password": pw})
+		wantStatus(t, r, 200)
+		return r.response(t)["authToken"].(string)
+	}
+	h1, h2 := tokenOf("host-1", "host-password-1"), tokenOf("host-2", "host-password-2")
+	if err := f.auth.DisableHost(ctx, "host-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.auth.CheckBearer(ctx, h1); err == nil {
+		t.Fatal("token of a disabled host accepted")
+	}
+	wantError(t, f.do("/api/hosts/adm/authenticate", "", map[string]string{"id": "host-1", "password": "host-password-1"}), 401)
+	if f.events.count(nmauth.EventTokensRevoked) != 1 {
+		t.Fatal("disabling a host not reported")
+	}
+	if err := f.auth.DeleteHost(ctx, "host-2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.auth.CheckBearer(ctx, h2); err == nil {
+		t.Fatal("token of a deleted host accepted")
+	}
+	if err := f.auth.DisableHost(ctx, ""); !errors.Is(err, nmauth.ErrInvalidHost) {
+		t.Fatalf("DisableHost(\"\") = %v", err)
 	}
 }
