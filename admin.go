@@ -14,11 +14,7 @@ func (a *Authenticator) CreateUser(ctx context.Context, username, password strin
 	if err != nil {
 		return err
 	}
-	pw, err := checkPasswordPolicy(password)
-	if err != nil {
-		return err
-	}
-	hash, err := a.hasher.hash(ctx, pw)
+	hash, err := a.newPasswordHash(ctx, password)
 	if err != nil {
 		return err
 	}
@@ -31,11 +27,7 @@ func (a *Authenticator) CreateUser(ctx context.Context, username, password strin
 // SetUserPassword replaces a user's password and revokes the user's
 // tokens.
 func (a *Authenticator) SetUserPassword(ctx context.Context, username, password string) error {
-	pw, err := checkPasswordPolicy(password)
-	if err != nil {
-		return err
-	}
-	hash, err := a.hasher.hash(ctx, pw)
+	hash, err := a.newPasswordHash(ctx, password)
 	if err != nil {
 		return err
 	}
@@ -101,8 +93,18 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, change 
 	return err
 }
 
-// CreateHost adds a host. mac may be empty; when set, the host may only log
-// in with that MAC address or none.
+// newPasswordHash checks a new password against the policy and hashes it.
+func (a *Authenticator) newPasswordHash(ctx context.Context, password string) (string, error) {
+	pw, err := checkPasswordPolicy(password)
+	if err != nil {
+		return "", err
+	}
+	return a.hasher.hash(ctx, pw)
+}
+
+// CreateHost adds a host with a password under the same policy as users'.
+// mac may be empty; when set, the host may only log in with that MAC
+// address or none.
 func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string) error {
 	id, err := prepareHostID(id)
 	if err != nil {
@@ -111,10 +113,7 @@ func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string
 	if mac, err = prepareMAC(mac); err != nil {
 		return err
 	}
-	if len(password) < 8 || len(password) > 1024 {
-		return ErrInvalidPassword
-	}
-	hash, err := a.hasher.hash(ctx, password)
+	hash, err := a.newPasswordHash(ctx, password)
 	if err != nil {
 		return err
 	}

@@ -414,13 +414,14 @@ func (a *Authenticator) LoginHost(ctx context.Context, id, mac, password string)
 	if macErr != nil {
 		return HostLogin{}, macErr
 	}
+	password, pwErr := preparePassword(password)
 	var h Host
-	err := idErr
+	err := errors.Join(idErr, pwErr)
 	if err == nil {
 		h, err = a.store.GetHost(ctx, id)
 	}
 	if err != nil {
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidHost) {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidHost) || errors.Is(err, ErrInvalidPassword) {
 			return HostLogin{}, a.failUnknown(ctx, KindHost, id, password)
 		}
 		return HostLogin{}, err

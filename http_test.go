@@ -3,9 +3,7 @@ package nmauth_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
-	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/makiuchi-d/gozxing"
-	"github.com/makiuchi-d/gozxing/qrcode"
 	"github.com/nmauth/nmauth"
 )
 
@@ -110,7 +106,7 @@ func TestEnrollmentThenLogin(t *testing.T) {
 	tok := f.userToken("alice", "correct horse battery")
 
 	e := f.initTOTP("alice", tok)
-	if got := decodeQR(t, e.qr); got != e.url {
+	if got := nmauth.ReadQR(t, e.qr); got != e.url {
 		t.Fatalf("QR code holds %q, want %q", got, e.url)
 	}
 	for _, want := range []string{"otpauth://totp/", "issuer=nmauth", "algorithm=SHA1", "digits=6", "period=30", "alice"} {
@@ -609,29 +605,6 @@ func TestBearerHeaderForms(t *testing.T) {
 			}
 		})
 	}
-}
-
-func decodeQR(t *testing.T, dataURL string) string {
-	t.Helper()
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(dataURL, "data:image/png;base64,"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The image is generated, upright and unblurred: read it as a pure
-	// barcode rather than searching for it as a camera would.
-	res, err := qrcode.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_PURE_BARCODE: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.GetText()
 }
 
 func TestResealTOTPSecrets(t *testing.T) {

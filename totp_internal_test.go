@@ -220,6 +220,9 @@ func TestQRCodesDecode(t *testing.T) {
 	}
 }
 
+// ReadQR lets the external tests read QR codes with the same reader.
+var ReadQR = readQR
+
 func readQR(t *testing.T, dataURL string) string {
 	t.Helper()
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(dataURL, "data:image/png;base64,"))
