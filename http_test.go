@@ -698,3 +698,27 @@ func TestDisableAndDeleteHost(t *testing.T) {
 		t.Fatalf("DisableHost(\"\") = %v", err)
 	}
 }
+
+func TestRecoveryCodeAtVerify(t *testing.T) {
+	f := newFixture(t)
+	f.addUser("alice", "correct horse battery")
+	_, codes := f.enroll("alice", f.userToken("alice", "correct horse battery"))
+
+	pre := f.preAuthToken("alice", "correct horse battery")
+	typed := strings.ToUpper(strings.ReplaceAll(codes[0], "-", " "))
+	r := f.verifyTOTP("alice", pre, typed)
+	wantStatus(t, r, 200)
+	if left := r.json(t)["recoveryCodesLeft"]; left != 9.0 {
+		t.Fatalf("recoveryCodesLeft %v, want 9", left)
+	}
+	if n, _ := f.auth.RecoveryCodesLeft(context.Background(), "alice"); n != 9 {
+		t.Fatalf("RecoveryCodesLeft = %d", n)
+	}
+	if f.events.count(nmauth.EventRecoveryCodeUsed) != 1 {
+		t.Fatal("recovery code use not reported")
+	}
+	// Used once, it is gone.
+	pre = f.preAuthToken("alice", "correct horse battery")
+	wantError(t, f.verifyTOTP("alice", pre, codes[0]), 401)
+	wantStatus(t, f.verifyTOTP("alice", pre, codes[1]), 200)
+}
