@@ -28,13 +28,15 @@ const (
 )
 
 // newMux returns the routes of nmauthd: the nmauth handler at /api/, the
-// bearer-protected GET /api/whoami, and GET /healthz. More routes can be
-// added to the returned mux.
+// bearer-protected GET /api/whoami, GET /healthz, and the demo page at GET /
+// with its assets. More routes can be added to the returned mux.
 func newMux(auth *nmauth.Authenticator) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler())
 	mux.Handle("GET /api/whoami", auth.Middleware(http.HandlerFunc(serveWhoami)))
 	mux.HandleFunc("GET /healthz", serveHealthz)
+	mux.HandleFunc("GET /{$}", servePage)
+	mux.HandleFunc("GET /assets/", serveAsset)
 	return mux
 }
 

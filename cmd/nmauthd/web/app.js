@@ -1,0 +1,306 @@
+"use strict";
+// The demo page of nmauthd. The bearer token is kept in this closure only,
+// never in web storage or a cookie, so that no other page or later user of
+// this browser can find it; reloading the page logs out.
+(() => {
+  const $ = (id) => document.getElementById(id);
+
+  let token = "";         // the bearer token of the current session
+  let principal = null;   // the last answer of whoami
+  let pending = null;     // {userName, preAuthToken} while the code prompt is open
+  let enrollment = null;  // the init-totp answer until complete-totp succeeds
+
+  // ApiError is a failed call: the HTTP status (0 when the server was not
+  // reached) and the server's message.
+  class ApiError extends Error {
+    constructor(status, message, retryAfter) {
+      super(message);
+      this.status = status;
+      this.retryAfter = retryAfter;
+    }
+  }
+
+  async function api(method, path, { bearer, body } = {}) {
+    const headers = { Accept: "application/json" };
+    const init = { method, headers, cache: "no-store", credentials: "omit", redirect: "error" };
+    if (bearer) headers.Authorization = "Bearer " + bearer;
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let resp, text;
+    try {
+      resp = await fetch(path, init);
+      text = await resp.text();
+    } catch (err) {
+      throw new ApiError(0, "the server could not be reached (" + err.message + ")");
+    }
+    let data = null;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      // Not JSON: a proxy's page, say; its text serves as the message.
+    }
+    if (!resp.ok) {
+      const msg = data && typeof data.message === "string" && data.message !== ""
+        ? data.message
+        : text.trim().slice(0, 200) || resp.statusText || "no message";
+      throw new ApiError(resp.status, msg, resp.headers.get("Retry-After"));
+    }
+    if (data === null || typeof data !== "object") {
+      throw new ApiError(resp.status, "the answer is not a JSON object");
+    }
+    return data;
+  }
+
+  function say(text, kind) {
+    const status = $("status");
+    status.textContent = text;
+    status.className = "message" + (kind ? " " + kind : "");
+  }
+
+  function describe(err) {
+    if (!(err instanceof ApiError)) return String(err && err.message ? err.message : err);
+    if (err.status === 0) return err.message;
+    let text = err.message + " (HTTP " + err.status + ")";
+    if (err.retryAfter) text += "; try again in " + err.retryAfter + " s";
+    return text;
+  }
+
+  // run performs one action for a button or form: its buttons are
+  // disabled meanwhile, and any failure is shown, never swallowed.
+  async function run(container, action, fn) {
+    const buttons = container.querySelectorAll("button");
+    buttons.forEach((b) => { b.disabled = true; });
+    container.setAttribute("aria-busy", "true");
+    say("Working…");
+    try {
+      await fn();
+    } catch (err) {
+      say(action + " failed: " + describe(err), "error");
+    } finally {
+      buttons.forEach((b) => { b.disabled = false; });
+      container.removeAttribute("aria-busy");
+    }
+  }
+
+  function userPath(name, action) {
+    return "/api/users/" + encodeURIComponent(name) + "/auth/" + action;
+  }
+
+  function need(value, what) {
+    if (typeof value !== "string" || value === "") throw new Error("the answer has no " + what);
+    return value;
+  }
+
+  // forget drops every credential and everything shown of the session.
+  function forget() {
+    token = "";
+    principal = null;
+    pending = null;
+    enrollment = null;
+    $("whoami").replaceChildren();
+    $("enroll-qr").removeAttribute("src");
+    $("enroll-secret").textContent = "";
+    $("recovery-codes").replaceChildren();
+    $("login-code").value = "";
+    $("enroll-code").value = "";
+    for (const id of ["session", "code-prompt", "enroll", "enroll-pending", "recovery"]) $(id).hidden = true;
+    $("user-login").hidden = false;
+  }
+
+  async function startSession(newToken, message) {
+    forget();
+    token = newToken;
+    await showWhoami();
+    say(message, "ok");
+  }
+
+  async function showWhoami() {
+    let p;
+    try {
+      p = await api("GET", "/api/whoami", { bearer: token });
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) forget();
+      throw err;
+    }
+    principal = p;
+    renderPrincipal(p);
+    $("session").hidden = false;
+    const isUser = p.kind === "user";
+    $("enroll").hidden = !isUser;
+    if (isUser && enrollment === null) {
+      // A login that passed TOTP means TOTP is already on.
+      $("enroll-start").textContent = p.totp ? "Set up two-factor login again" : "Turn on two-factor login";
+      $("enroll-start").hidden = false;
+    }
+  }
+
+  function renderPrincipal(p) {
+    const rows = [["Kind", "kind", p.kind], ["Name", "name", p.name]];
+    if (p.network) rows.push(["Network", "network", p.network]);
+    if (p.kind === "user") rows.push(["Logged in with TOTP", "totp", p.totp ? "yes" : "no"]);
+    if (p.issuedAt) rows.push(["Issued", "issuedAt", new Date(p.issuedAt).toLocaleString()]);
+    if (p.expiresAt) rows.push(["Expires", "expiresAt", new Date(p.expiresAt).toLocaleString()]);
+    const items = [];
+    for (const [label, field, value] of rows) {
+      const dt = document.createElement("dt");
+      dt.textContent = label;
+      const dd = document.createElement("dd");
+      dd.dataset.field = field;
+      dd.textContent = String(value);
+      items.push(dt, dd);
+    }
+    $("whoami").replaceChildren(...items);
+  }
+
+  function openPrompt(userName, preAuthToken) {
+    forget();
+    pending = { userName, preAuthToken };
+    $("code-prompt-user").textContent = userName;
+    $("user-login").hidden = true;
+    $("code-prompt").hidden = false;
+    $("login-code").focus();
+  }
+
+  // groupSecret spaces a base32 secret in groups of four, as authenticator
+  // apps accept it and people read it more easily.
+  function groupSecret(secret) {
+    return secret.replace(/(.{4})(?=.)/g, "$1 ");
+  }
+
+  function onUserLogin(ev) {
+    ev.preventDefault();
+    run(ev.currentTarget, "User login", async () => {
+      const env = await api("POST", "/api/users/adm/authenticate", {
+        body: { username: $("user-name").value, password: $("user-password").value },
+      });
+      const r = env.response || {};
+      $("user-password").value = "";
+      if (r.totpRequired) {
+        openPrompt(need(r.userName, "user name"), need(r.preAuthToken, "pre-auth token"));
+        say("Password accepted. Enter a code to finish logging in.", "ok");
+        return;
+      }
+      await startSession(need(r.authToken, "token"), "Logged in as " + r.userName + ".");
+    });
+  }
+
+  function onVerifyCode(ev) {
+    ev.preventDefault();
+    run(ev.currentTarget, "Code check", async () => {
+      if (pending === null) throw new Error("no login is waiting for a code");
+      const code = $("login-code").value.replace(/\s+/g, "");
+      let r;
+      try {
+        r = await api("POST", userPath(pending.userName, "verify-totp"), {
+          bearer: pending.preAuthToken,
+          body: { totp: code },
+        });
+      } finally {
+        $("login-code").value = "";
+      }
+      let msg = "Logged in as " + r.userName + " with two-factor login.";
+      if (typeof r.recoveryCodesLeft === "number") {
+        msg += " You used a recovery code: " + r.recoveryCodesLeft + " left.";
+      }
+      await startSession(need(r.authToken, "token"), msg);
+    });
+  }
+
+  function onHostLogin(ev) {
+    ev.preventDefault();
+    run(ev.currentTarget, "Host login", async () => {
+      const env = await api("POST", "/api/hosts/adm/authenticate", {
+        body: { id: $("host-id").value, macaddress: $("host-mac").value.trim(), password: $("host-password").value },
+      });
+      const r = env.response || {};
+      $("host-password").value = "";
+      await startSession(need(r.authToken, "token"), "Logged in as host " + r.id + ".");
+    });
+  }
+
+  function onEnrollStart() {
+    run($("enroll"), "Turning on two-factor login", async () => {
+      if (principal === null) throw new Error("log in first");
+      const e = await api("POST", userPath(principal.name, "init-totp"), { bearer: token });
+      const secret = new URL(need(e.otp_auth_url, "otpauth URL")).searchParams.get("secret");
+      if (!secret) throw new Error("the otpauth URL has no secret");
+      if (!String(e.qr_code).startsWith("data:image/png;base64,")) throw new Error("the answer has no QR code");
+      enrollment = { name: principal.name, url: e.otp_auth_url, signature: need(e.otp_auth_url_signature, "signature") };
+      $("enroll-qr").src = e.qr_code;
+      $("enroll-secret").textContent = groupSecret(secret);
+      $("recovery").hidden = true;
+      $("enroll-start").hidden = true;
+      $("enroll-pending").hidden = false;
+      say("Add the account to your authenticator app, then enter its code.", "ok");
+      $("enroll-code").focus();
+    });
+  }
+
+  function onEnrollComplete(ev) {
+    ev.preventDefault();
+    run(ev.currentTarget, "Confirming the code", async () => {
+      if (enrollment === null) throw new Error("start again with the button above");
+      const env = await api("POST", userPath(enrollment.name, "complete-totp"), {
+        bearer: token,
+        body: {
+          otp_auth_url: enrollment.url,
+          otp_auth_url_signature: enrollment.signature,
+          totp: $("enroll-code").value.replace(/\s+/g, ""),
+        },
+      });
+      $("enroll-code").value = "";
+      enrollment = null;
+      $("enroll-qr").removeAttribute("src");
+      $("enroll-secret").textContent = "";
+      $("enroll-pending").hidden = true;
+      const codes = (env.response && env.response.recoveryCodes) || [];
+      $("recovery-codes").replaceChildren(...codes.map((c) => {
+        const li = document.createElement("li");
+        li.textContent = c;
+        return li;
+      }));
+      $("recovery").hidden = codes.length === 0;
+      say("Two-factor login is on: the next login asks for a code.", "ok");
+    });
+  }
+
+  function onEnrollCancel() {
+    enrollment = null;
+    $("enroll-qr").removeAttribute("src");
+    $("enroll-secret").textContent = "";
+    $("enroll-code").value = "";
+    $("enroll-pending").hidden = true;
+    $("enroll-start").hidden = false;
+    say("Two-factor setup cancelled; nothing was changed.");
+  }
+
+  function onLogout() {
+    forget();
+    say("Logged out: this page no longer holds a token.", "ok");
+    $("user-name").focus();
+  }
+
+  window.addEventListener("error", (ev) => say("Unexpected error: " + ev.message, "error"));
+  window.addEventListener("unhandledrejection", (ev) => say("Unexpected error: " + describe(ev.reason), "error"));
+
+  $("user-login-form").addEventListener("submit", onUserLogin);
+  $("code-prompt-form").addEventListener("submit", onVerifyCode);
+  $("code-prompt-cancel").addEventListener("click", () => {
+    forget();
+    say("Login cancelled.");
+  });
+  $("host-login-form").addEventListener("submit", onHostLogin);
+  $("enroll-start").addEventListener("click", onEnrollStart);
+  $("enroll-form").addEventListener("submit", onEnrollComplete);
+  $("enroll-cancel").addEventListener("click", onEnrollCancel);
+  $("logout").addEventListener("click", onLogout);
+  $("whoami-refresh").addEventListener("click", (ev) => {
+    run(ev.currentTarget.parentElement, "Refreshing the session", async () => {
+      if (token === "") throw new Error("not logged in");
+      await showWhoami();
+      say("Session is valid.", "ok");
+    });
+  });
+})();
