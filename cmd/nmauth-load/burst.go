@@ -131,6 +131,41 @@ func readProcMemory(pid int) (procMemory, error) {
 	return parseProcStatus(f)
 }
 
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/PID/stat: 100
+// on every Linux architecture Go supports.
+const clockTicks = 100
+
+// readProcCPU returns the user and system CPU time of a process, all its
+// threads together.
+func readProcCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the CPU time of pid %d: %w", pid, err)
+	}
+	return parseProcStat(string(data))
+}
+
+// parseProcStat reads utime and stime, fields 14 and 15 of
+// /proc/PID/stat. The command name, field 2, is in parentheses and may
+// hold spaces and parentheses itself, so fields are counted from the last
+// closing one.
+func parseProcStat(s string) (time.Duration, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("/proc stat: no command name")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("/proc stat: too few fields")
+	}
+	utime, errU := strconv.ParseInt(f[11], 10, 64)
+	stime, errS := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(errU, errS); err != nil {
+		return 0, fmt.Errorf("/proc stat: %w", err)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
 func parseProcStatus(r io.Reader) (procMemory, error) {
 	var m procMemory
 	found := 0

@@ -46,6 +46,24 @@ type result struct {
 	statuses  map[int]int
 	transport int // requests that got no answer
 	firstErr  error
+	// serverCPU is the CPU time the server process spent meanwhile, when
+	// its pid is known.
+	serverCPU time.Duration
+}
+
+// add merges another round of the same scenario into r.
+func (r *result) add(o *result) {
+	r.elapsed += o.elapsed
+	r.latencies = append(r.latencies, o.latencies...)
+	sort.Slice(r.latencies, func(i, j int) bool { return r.latencies[i] < r.latencies[j] })
+	for s, c := range o.statuses {
+		r.statuses[s] += c
+	}
+	r.transport += o.transport
+	r.serverCPU += o.serverCPU
+	if r.firstErr == nil {
+		r.firstErr = o.firstErr
+	}
 }
 
 func (r *result) answered() int { return len(r.latencies) }
@@ -182,24 +200,34 @@ func mergeStats(name string, elapsed time.Duration, stats []workerStats) *result
 }
 
 // printResults writes one line per scenario. The ratio is the rate of 2xx
-// answers over that of healthz in the same run.
-func printResults(w io.Writer, results []*result) {
+// answers over that of healthz in the same run. With the server's pid, a
+// last column gives the server's CPU time per answered request, which
+// other load on the machine does not inflate as it does latency.
+func printResults(w io.Writer, results []*result, withCPU bool) {
 	var base float64
 	for _, r := range results {
 		if r.name == "healthz" {
 			base = r.perSecond(r.ok())
 		}
 	}
-	fmt.Fprintf(w, "%-12s %9s %10s %10s %10s %10s %9s  %s\n",
-		"scenario", "requests", "req/s", "ok/s", "p50", "p99", "vs healthz", "errors")
+	cpuHeader := ""
+	if withCPU {
+		cpuHeader = fmt.Sprintf(" %12s", "srv-cpu/req")
+	}
+	fmt.Fprintf(w, "%-12s %9s %10s %10s %10s %10s %10s%s  %s\n",
+		"scenario", "requests", "req/s", "ok/s", "p50", "p99", "vs healthz", cpuHeader, "errors")
 	for _, r := range results {
 		ratio := "n/a"
 		if base > 0 {
 			ratio = fmt.Sprintf("%.3f", r.perSecond(r.ok())/base)
 		}
-		fmt.Fprintf(w, "%-12s %9d %10.1f %10.1f %10s %10s %9s  %s\n",
+		cpu := ""
+		if withCPU {
+			cpu = fmt.Sprintf(" %12s", fmtDuration(r.serverCPU/time.Duration(max(r.answered(), 1))))
+		}
+		fmt.Fprintf(w, "%-12s %9d %10.1f %10.1f %10s %10s %10s%s  %s\n",
 			r.name, r.answered(), r.perSecond(r.answered()), r.perSecond(r.ok()),
-			fmtDuration(r.percentile(0.50)), fmtDuration(r.percentile(0.99)), ratio, r.errorSummary())
+			fmtDuration(r.percentile(0.50)), fmtDuration(r.percentile(0.99)), ratio, cpu, r.errorSummary())
 		if r.firstErr != nil {
 			fmt.Fprintf(w, "%-12s first request without an answer: %v\n", "", r.firstErr)
 		}

@@ -27,6 +27,10 @@
 //	    -setup -totp-prefix load -totp-count 200 -totp-file users.json
 //	go run ./cmd/nmauth-load -scenarios verify-totp -totp-file users.json
 //
+// -rounds R runs the whole list R times, taking turns, so that other load
+// on the machine falls on every scenario alike; -pid adds the server's CPU
+// time per request, read from /proc/PID/stat.
+//
 // -concurrent-logins N sends N logins at one moment and reports the slowest
 // answer, the count of 200, 429 and 503 answers and, with -pid, the
 // server's peak resident memory (VmHWM in /proc/PID/status).
@@ -68,6 +72,7 @@ type options struct {
 	target    string
 	scenarios []string
 	bounds    bounds
+	rounds    int
 	timeout   time.Duration
 
 	user, password string
@@ -96,6 +101,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.IntVar(&o.bounds.clients, "c", 16, "concurrent keep-alive clients")
 	fs.DurationVar(&o.bounds.d, "d", 10*time.Second, "time bound per scenario (0: none)")
 	fs.IntVar(&o.bounds.n, "n", 0, "request bound per scenario (0: none)")
+	fs.IntVar(&o.rounds, "rounds", 1, "run the scenario list this many times, taking turns, and sum each scenario's rounds")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of one request")
 	fs.StringVar(&o.user, "user", getenv("NMAUTH_LOAD_USER"), "user without TOTP for whoami, login and -concurrent-logins (env NMAUTH_LOAD_USER)")
 	fs.StringVar(&o.password, "password", getenv("NMAUTH_LOAD_PASSWORD"), "password of -user (env NMAUTH_LOAD_PASSWORD)")
@@ -108,7 +114,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.IntVar(&o.totpCount, "totp-count", 0, "how many -totp-prefix users")
 	fs.StringVar(&o.totpFile, "totp-file", "", "users file written by -setup and read by verify-totp")
 	fs.IntVar(&o.concurrentLogins, "concurrent-logins", 0, "send this many logins at once and report the slowest answer")
-	fs.IntVar(&o.pid, "pid", 0, "server process, whose peak resident memory -concurrent-logins reports")
+	fs.IntVar(&o.pid, "pid", 0, "server process on this machine: its CPU time per request, and its peak resident memory with -concurrent-logins")
 	fs.StringVar(&o.serve, "serve", "", "serve the library over a MemoryStore at this loopback address")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -127,6 +133,10 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 		return nil, errors.New("-d and -n must not be negative")
 	case o.bounds.d == 0 && o.bounds.n == 0:
 		return nil, errors.New("give a bound: -d, -n or both")
+	case o.rounds < 1 || o.rounds > 1000:
+		return nil, errors.New("-rounds must be 1 to 1000")
+	case o.pid < 0:
+		return nil, errors.New("-pid must not be negative")
 	case o.concurrentLogins < 0 || o.concurrentLogins > 10000:
 		return nil, errors.New("-concurrent-logins must be 0 to 10000")
 	case o.totpCount < 0:
@@ -174,7 +184,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	results, err := runScenarios(ctx, o, a, out)
 	if len(results) > 0 {
 		fmt.Fprintf(out, "\ntarget %s, %d clients\n", base, o.bounds.clients)
-		printResults(out, results)
+		printResults(out, results, o.pid > 0)
 	}
 	return err
 }

@@ -169,7 +169,7 @@ func TestScenarios(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	printResults(&out, results)
+	printResults(&out, results, false)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 1+len(results) || !strings.Contains(lines[0], "vs healthz") {
 		t.Fatalf("output:\n%s", out.String())
@@ -182,6 +182,45 @@ func TestScenarios(t *testing.T) {
 	}
 	if f := strings.Fields(lines[1]); f[6] != "1.000" {
 		t.Errorf("healthz line %q: ratio %s, want 1.000", lines[1], f[6])
+	}
+}
+
+func TestRounds(t *testing.T) {
+	srv := testServer(t, 0, nil)
+	const rounds, n = 3, 4
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-target", srv.URL, "-user", testUser, "-c", "2", "-n", fmt.Sprint(n),
+		"-rounds", fmt.Sprint(rounds), "-pid", fmt.Sprint(os.Getpid()), "-scenarios", "healthz,whoami"},
+		testEnv(map[string]string{"NMAUTH_LOAD_PASSWORD": testPassword}), &out, testResolver(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(out.String(), "running healthz"); got != rounds {
+		t.Errorf("healthz ran %d times, want %d:\n%s", got, rounds, out.String())
+	}
+	table := out.String()[strings.Index(out.String(), "scenario "):]
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "srv-cpu/req") {
+		t.Fatalf("table:\n%s", table)
+	}
+	for _, line := range lines[1:] {
+		if f := strings.Fields(line); f[1] != fmt.Sprint(rounds*n) || f[len(f)-1] != "-" {
+			t.Errorf("line %q: want %d requests over the rounds and no error", line, rounds*n)
+		}
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	// The command name may hold spaces and parentheses.
+	const stat = "4242 (nm auth) d) S 1 4242 4242 0 -1 4194560 5000 0 0 0 250 75 0 0 20 0 9 0 100 2000000000 20000 18446744073709551615"
+	got, err := parseProcStat(stat)
+	if want := 3250 * time.Millisecond; err != nil || got != want {
+		t.Errorf("parseProcStat = %s, %v; want %s", got, err, want)
+	}
+	for _, bad := range []string{"", "4242 nmauthd S 1", "4242 (x) S 1 2 3", "4242 (x) S 1 4242 4242 0 -1 4194560 5000 0 0 0 x 75 0"} {
+		if _, err := parseProcStat(bad); err == nil {
+			t.Errorf("parseProcStat(%q) accepted it", bad)
+		}
 	}
 }
 
@@ -309,6 +348,8 @@ func TestParseOptionsRefuses(t *testing.T) {
 		{"-scenarios", "healthz,nap"},
 		{"-scenarios", ","},
 		{"-concurrent-logins", "-5"},
+		{"-rounds", "0"},
+		{"-pid", "-1"},
 		{"extra"},
 	} {
 		if _, err := parseOptions(args, testEnv(nil), &bytes.Buffer{}); err == nil {

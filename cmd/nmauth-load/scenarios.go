@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // scenarioNames are the scenarios the tool knows, in the order of the
@@ -34,28 +35,57 @@ func parseScenarios(list string) ([]string, error) {
 	return out, nil
 }
 
-// runScenarios runs each scenario in turn with the same bounds and
-// returns what each measured.
+// runScenarios runs the scenarios in turn with the same bounds, the whole
+// list o.rounds times, and returns what each measured over all rounds.
+// Taking turns in short rounds spreads any other load on the machine over
+// every scenario alike, so their ratios stay fair.
 func runScenarios(ctx context.Context, o *options, a *api, log io.Writer) ([]*result, error) {
-	var results []*result
-	for _, name := range o.scenarios {
-		next, finish, err := prepareScenario(ctx, o, a, name, log)
-		if err != nil {
-			return results, fmt.Errorf("%s: %w", name, err)
-		}
-		fmt.Fprintf(log, "running %s: %d clients, %s\n", name, o.bounds.clients, describeBounds(o.bounds))
-		r, err := drive(ctx, a, name, next, o.bounds)
-		if err != nil {
-			return results, err
-		}
-		if finish != nil {
-			if err := finish(); err != nil {
-				return results, fmt.Errorf("%s: %w", name, err)
+	results := make([]*result, len(o.scenarios))
+	for round := range o.rounds {
+		for i, name := range o.scenarios {
+			r, err := runScenario(ctx, o, a, name, log)
+			if err != nil {
+				return results[:i], fmt.Errorf("%s: %w", name, err)
+			}
+			if round == 0 {
+				results[i] = r
+			} else {
+				results[i].add(r)
 			}
 		}
-		results = append(results, r)
 	}
 	return results, nil
+}
+
+func runScenario(ctx context.Context, o *options, a *api, name string, log io.Writer) (*result, error) {
+	next, finish, err := prepareScenario(ctx, o, a, name, log)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "running %s: %d clients, %s\n", name, o.bounds.clients, describeBounds(o.bounds))
+	var before time.Duration
+	if o.pid > 0 {
+		if before, err = readProcCPU(o.pid); err != nil {
+			return nil, err
+		}
+	}
+	r, err := drive(ctx, a, name, next, o.bounds)
+	if err != nil {
+		return nil, err
+	}
+	if o.pid > 0 {
+		after, err := readProcCPU(o.pid)
+		if err != nil {
+			return nil, err
+		}
+		r.serverCPU = after - before
+	}
+	if finish != nil {
+		if err := finish(); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 func describeBounds(b bounds) string {
