@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nmauth/nmauth"
@@ -18,9 +19,25 @@ import (
 const maxAnswerBytes = 1 << 20
 
 // api builds requests to the routes of nmauthd and reads their answers.
+// Requests take turns over its clients, one per source address.
 type api struct {
-	base   *url.URL
-	client *http.Client
+	base    *url.URL
+	clients []*http.Client
+	turn    atomic.Uint64
+}
+
+func newAPI(base *url.URL, conns, sources int, timeout time.Duration) *api {
+	a := &api{base: base}
+	for i := range sources {
+		a.clients = append(a.clients, newClient(conns, timeout, sourceAddr(i, sources)))
+	}
+	return a
+}
+
+func (a *api) close() {
+	for _, c := range a.clients {
+		c.CloseIdleConnections()
+	}
 }
 
 // answer is one response, read to the end so its connection is reused.
@@ -53,7 +70,8 @@ func (a *api) newRequest(ctx context.Context, method, path, bearer string, body 
 }
 
 func (a *api) do(req *http.Request) (answer, error) {
-	resp, err := a.client.Do(req)
+	c := a.clients[(a.turn.Add(1)-1)%uint64(len(a.clients))]
+	resp, err := c.Do(req)
 	if err != nil {
 		return answer{}, err
 	}

@@ -37,8 +37,8 @@ func burstLogins(ctx context.Context, o *options, base *api) (*burstResult, erro
 		return nil, errors.New("-concurrent-logins needs -user and a password (-password or NMAUTH_LOAD_PASSWORD)")
 	}
 	n := o.concurrentLogins
-	a := &api{base: base.base, client: newClient(n, o.timeout)}
-	defer a.client.CloseIdleConnections()
+	a := newAPI(base.base, n, o.sources, o.timeout)
+	defer a.close()
 	br := &burstResult{}
 	if o.pid > 0 {
 		m, err := readProcMemory(o.pid)

@@ -31,6 +31,11 @@
 // on the machine falls on every scenario alike; -pid adds the server's CPU
 // time per request, read from /proc/PID/stat.
 //
+// A server that limits attempts per client address (nmauth's
+// Config.ClientRate) answers 429 to a load of logins from one address;
+// -sources N spreads the requests over N source addresses from 127.0.0.1
+// up, as N clients would come, so that logins measure the hash again.
+//
 // -concurrent-logins N sends N logins at one moment and reports the slowest
 // answer, the count of 200, 429 and 503 answers and, with -pid, the
 // server's peak resident memory (VmHWM in /proc/PID/status).
@@ -73,6 +78,7 @@ type options struct {
 	scenarios []string
 	bounds    bounds
 	rounds    int
+	sources   int
 	timeout   time.Duration
 
 	user, password string
@@ -102,6 +108,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.DurationVar(&o.bounds.d, "d", 10*time.Second, "time bound per scenario (0: none)")
 	fs.IntVar(&o.bounds.n, "n", 0, "request bound per scenario (0: none)")
 	fs.IntVar(&o.rounds, "rounds", 1, "run the scenario list this many times, taking turns, and sum each scenario's rounds")
+	fs.IntVar(&o.sources, "sources", 1, "spread requests over this many source addresses, 127.0.0.1 up, as so many clients")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of one request")
 	fs.StringVar(&o.user, "user", getenv("NMAUTH_LOAD_USER"), "user without TOTP for whoami, login and -concurrent-logins (env NMAUTH_LOAD_USER)")
 	fs.StringVar(&o.password, "password", getenv("NMAUTH_LOAD_PASSWORD"), "password of -user (env NMAUTH_LOAD_PASSWORD)")
@@ -135,6 +142,8 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 		return nil, errors.New("give a bound: -d, -n or both")
 	case o.rounds < 1 || o.rounds > 1000:
 		return nil, errors.New("-rounds must be 1 to 1000")
+	case o.sources < 1 || o.sources > maxSources:
+		return nil, fmt.Errorf("-sources must be 1 to %d", maxSources)
 	case o.pid < 0:
 		return nil, errors.New("-pid must not be negative")
 	case o.concurrentLogins < 0 || o.concurrentLogins > 10000:
@@ -168,8 +177,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return err
 	}
-	a := &api{base: base, client: newClient(o.bounds.clients, o.timeout)}
-	defer a.client.CloseIdleConnections()
+	if o.sources > 1 && !isIPv4Loopback(ctx, base.Hostname(), r) {
+		return fmt.Errorf("-sources needs a target with an IPv4 loopback address, such as 127.0.0.1")
+	}
+	a := newAPI(base, o.bounds.clients, o.sources, o.timeout)
+	defer a.close()
 	switch {
 	case o.setup:
 		return setupTOTP(ctx, o, a, out)

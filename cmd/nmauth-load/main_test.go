@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,8 +111,8 @@ func testAPI(t *testing.T, o *options) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &api{base: base, client: newClient(o.bounds.clients, o.timeout)}
-	t.Cleanup(a.client.CloseIdleConnections)
+	a := newAPI(base, o.bounds.clients, o.sources, o.timeout)
+	t.Cleanup(a.close)
 	return a
 }
 
@@ -207,6 +211,43 @@ func TestRounds(t *testing.T) {
 		if f := strings.Fields(line); f[1] != fmt.Sprint(rounds*n) || f[len(f)-1] != "-" {
 			t.Errorf("line %q: want %d requests over the rounds and no error", line, rounds*n)
 		}
+	}
+}
+
+func TestSources(t *testing.T) {
+	mk, err := nmauth.NewMasterKey(testMasterKey, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{bytes.Repeat([]byte{3}, 32)}, MasterKey: mk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	mux := newServeMux(auth)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		mu.Lock()
+		seen[host]++
+		mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	const sources, perSource = 4, 3
+	err = run(context.Background(), []string{"-target", srv.URL, "-c", "2", "-n", fmt.Sprint(sources * perSource),
+		"-sources", fmt.Sprint(sources), "-scenarios", "healthz"}, testEnv(nil), &bytes.Buffer{}, testResolver(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"127.0.0.1": perSource, "127.0.0.2": perSource, "127.0.0.3": perSource, "127.0.0.4": perSource}
+	if !maps.Equal(seen, want) {
+		t.Errorf("requests by source address: %v, want %v", seen, want)
+	}
+	err = run(context.Background(), []string{"-target", "http://[::1]:8081", "-n", "1", "-sources", "2", "-scenarios", "healthz"},
+		testEnv(nil), &bytes.Buffer{}, testResolver(t))
+	if err == nil || !strings.Contains(err.Error(), "-sources") {
+		t.Errorf("-sources with an IPv6 target: %v, want it refused", err)
 	}
 }
 
@@ -350,6 +391,8 @@ func TestParseOptionsRefuses(t *testing.T) {
 		{"-concurrent-logins", "-5"},
 		{"-rounds", "0"},
 		{"-pid", "-1"},
+		{"-sources", "0"},
+		{"-sources", "70000"},
 		{"extra"},
 	} {
 		if _, err := parseOptions(args, testEnv(nil), &bytes.Buffer{}); err == nil {

@@ -64,6 +64,21 @@ func resolveHost(ctx context.Context, host string, r resolver) ([]netip.Addr, er
 	return addrs, nil
 }
 
+// isIPv4Loopback reports whether host has an IPv4 loopback address, which
+// the IPv4 source addresses of -sources can reach.
+func isIPv4Loopback(ctx context.Context, host string, r resolver) bool {
+	addrs, err := resolveHost(ctx, host, r)
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if a.Unmap().Is4() && a.Unmap().IsLoopback() {
+			return true
+		}
+	}
+	return false
+}
+
 // loopbackOnly is a net.Dialer Control function. It runs before connect,
 // so a name that resolves differently at dial time than when it was
 // checked still cannot send a packet off the machine.
@@ -75,11 +90,25 @@ func loopbackOnly(_, address string, _ syscall.RawConn) error {
 	return nil
 }
 
+// maxSources bounds -sources: the addresses 127.0.0.1 up to 127.0.255.255.
+const maxSources = 1 << 16
+
+// sourceAddr is the local address of the i-th of n clients: none of its
+// own for a single client, else 127.0.x.y counting up from 127.0.0.1, so
+// that a server limiting each client address sees n clients.
+func sourceAddr(i, n int) net.Addr {
+	if n <= 1 {
+		return nil
+	}
+	a := netip.AddrFrom4([4]byte{127, 0, byte((i + 1) >> 8), byte(i + 1)})
+	return &net.TCPAddr{IP: a.AsSlice()}
+}
+
 // newClient returns a client of keep-alive connections, up to conns of
-// them idle at once, that dials loopback only, never uses a proxy and
-// never follows a redirect.
-func newClient(conns int, timeout time.Duration) *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Control: loopbackOnly}
+// them idle at once, that dials loopback only, from local (when not nil),
+// never uses a proxy and never follows a redirect.
+func newClient(conns int, timeout time.Duration, local net.Addr) *http.Client {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Control: loopbackOnly, LocalAddr: local}
 	tr := &http.Transport{
 		DialContext:         dialer.DialContext,
 		MaxIdleConns:        conns,
