@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"golang.org/x/term"
+
+	"github.com/nmauth/nmauth"
+)
+
+// maxPasswordInput bounds what is read from stdin as a password; the
+// library's own limit is 1024 bytes.
+const maxPasswordInput = 4096
+
+// withBackend runs fn with the Authenticator over --db. Admin commands
+// need no master key.
+func (c *cli) withBackend(ctx context.Context, o *options, fn func(*backend) error) error {
+	b, err := c.openBackend(ctx, o, nil)
+	if err != nil {
+		return err
+	}
+	defer b.db.Close()
+	return fn(b)
+}
+
+func userAdd(ctx context.Context, c *cli, o *options, args []string) error {
+	name := args[0]
+	password, err := c.readPassword(fmt.Sprintf("Password for %q: ", name), true)
+	if err != nil {
+		return err
+	}
+	if password == "" {
+		return errors.New("user add: no password on stdin")
+	}
+	return c.withBackend(ctx, o, func(b *backend) error {
+		if err := b.auth.CreateUser(ctx, name, password); err != nil {
+			return adminError("user", name, err)
+		}
+		fmt.Fprintf(c.stdout, "user %q added\n", name)
+		return nil
+	})
+}
+
+func userList(ctx context.Context, c *cli, o *options, _ []string) error {
+	return c.withBackend(ctx, o, func(b *backend) error {
+		// The Authenticator has no listing of its own; reading the Store
+		// is the only way.
+		users, err := b.db.ListUsers(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tDISABLED\tTOTP")
+		for _, u := range users {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Name, choose(u.Disabled, "yes", "no"), choose(u.TOTPEnabled(), "on", "off"))
+		}
+		return tw.Flush()
+	})
+}
+
+func userDisable(ctx context.Context, c *cli, o *options, args []string) error {
+	return c.withBackend(ctx, o, func(b *backend) error {
+		if err := b.auth.DisableUser(ctx, args[0]); err != nil {
+			return adminError("user", args[0], err)
+		}
+		fmt.Fprintf(c.stdout, "user %q disabled; their tokens are revoked\n", args[0])
+		return nil
+	})
+}
+
+func userTOTPReset(ctx context.Context, c *cli, o *options, args []string) error {
+	return c.withBackend(ctx, o, func(b *backend) error {
+		if err := b.auth.ResetTOTP(ctx, args[0]); err != nil {
+			return adminError("user", args[0], err)
+		}
+		fmt.Fprintf(c.stdout, "user %q has TOTP off; their tokens are revoked\n", args[0])
+		return nil
+	})
+}
+
+func hostAdd(ctx context.Context, c *cli, o *options, args []string) error {
+	id := args[0]
+	password, err := c.readPassword("", false)
+	if err != nil {
+		return err
+	}
+	generated := password == ""
+	if generated {
+		password = rand.Text()
+	}
+	return c.withBackend(ctx, o, func(b *backend) error {
+		if err := b.auth.CreateHost(ctx, id, o.mac, password); err != nil {
+			return adminError("host", id, err)
+		}
+		if generated {
+			fmt.Fprintf(c.stdout, "host %q added, password (shown once): %s\n", id, password)
+		} else {
+			fmt.Fprintf(c.stdout, "host %q added\n", id)
+		}
+		return nil
+	})
+}
+
+func reseal(ctx context.Context, c *cli, o *options, _ []string) error {
+	return c.withBackend(ctx, o, func(b *backend) error {
+		n, err := b.auth.ResealTOTPSecrets(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "resealed %d TOTP secrets under the first root secret\n", n)
+		return nil
+	})
+}
+
+// adminError turns the Store's sentinels into a sentence about the record.
+func adminError(kind, name string, err error) error {
+	switch {
+	case errors.Is(err, nmauth.ErrExists):
+		return fmt.Errorf("%s %q already exists", kind, name)
+	case errors.Is(err, nmauth.ErrNotFound):
+		return fmt.Errorf("no %s %q", kind, name)
+	case errors.Is(err, nmauth.ErrInvalidHost):
+		return fmt.Errorf("host %q: the id must be 1 to 128 printable characters without spaces, and --mac a MAC address", name)
+	}
+	return fmt.Errorf("%s %q: %w", kind, name, err)
+}
+
+func choose(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}
+
+// readPassword reads a password: from a terminal without echo, twice, if
+// prompt is set and stdin is one (else "" from a terminal), or else the
+// whole of stdin less one final line break.
+func (c *cli) readPassword(prompt string, ask bool) (string, error) {
+	if f, ok := c.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if !ask {
+			return "", nil
+		}
+		return c.promptPassword(int(f.Fd()), prompt)
+	}
+	data, err := io.ReadAll(io.LimitReader(c.stdin, maxPasswordInput+1))
+	if err != nil {
+		return "", fmt.Errorf("reading the password from stdin: %w", err)
+	}
+	if len(data) > maxPasswordInput {
+		return "", fmt.Errorf("the password on stdin is longer than %d bytes", maxPasswordInput)
+	}
+	data = bytes.TrimSuffix(data, []byte("\n"))
+	data = bytes.TrimSuffix(data, []byte("\r"))
+	if bytes.ContainsAny(data, "\r\n") {
+		return "", errors.New("the password on stdin has more than one line")
+	}
+	return string(data), nil
+}
+
+func (c *cli) promptPassword(fd int, prompt string) (string, error) {
+	fmt.Fprint(c.stderr, prompt)
+	first, err := term.ReadPassword(fd)
+	fmt.Fprintln(c.stderr)
+	if err != nil {
+		return "", fmt.Errorf("reading the password: %w", err)
+	}
+	fmt.Fprint(c.stderr, "Again: ")
+	second, err := term.ReadPassword(fd)
+	fmt.Fprintln(c.stderr)
+	if err != nil {
+		return "", fmt.Errorf("reading the password: %w", err)
+	}
+	if subtle.ConstantTimeCompare(first, second) != 1 {
+		return "", errors.New("the passwords differ")
+	}
+	return string(first), nil
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAdminBadInput runs each admin subcommand with bad input: it must
+// exit 1 with one line on stderr and change nothing.
+func TestAdminBadInput(t *testing.T) {
+	dir := t.TempDir()
+	env := baseEnv("MASTER_KEY=" + testMasterKey)
+	db := filepath.Join(dir, "nmauth.db")
+	a := seed(t, dir, env, db)
+	mustRun(t, dir, env, "bob-password\n", "user", "add", "bob", "--db", db)
+	mustRun(t, dir, env, "", "user", "disable", "bob", "--db", db)
+	want := []string{"alice no off", "bob yes off"}
+	if got := listUsers(t, dir, env, db); !slices.Equal(got, want) {
+		t.Fatalf("user list after seeding: %q, want %q", got, want)
+	}
+
+	cases := []struct {
+		name   string
+		stdin  string
+		args   []string
+		stderr string // a word the error line must hold
+	}{
+		{"duplicate user", "another-password\n", []string{"user", "add", "alice"}, "already exists"},
+		{"duplicate user in another case", "another-password\n", []string{"user", "add", "ALICE"}, "already exists"},
+		{"weak password", "short\n", []string{"user", "add", "carol"}, "password"},
+		{"no password", "", []string{"user", "add", "carol"}, "password"},
+		{"two-line password", "first-line\nsecond-line\n", []string{"user", "add", "carol"}, "password"},
+		{"invalid username", "carol-password\n", []string{"user", "add", "car ol"}, "username"},
+		{"disable unknown user", "", []string{"user", "disable", "nobody"}, "nobody"},
+		{"totp-reset unknown user", "", []string{"user", "totp-reset", "nobody"}, "nobody"},
+		{"duplicate host", "host-password-2\n", []string{"host", "add", a.host}, "already exists"},
+		{"malformed MAC", "host-password-2\n", []string{"host", "add", "web-2", "--mac", "not-a-mac"}, "host"},
+		{"weak host password", "short\n", []string{"host", "add", "web-2"}, "password"},
+		{"host id with a space", "host-password-2\n", []string{"host", "add", "web 2"}, "host"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runNmauthd(t, dir, env, tc.stdin, append(tc.args, "--db", db)...)
+			if r.code != exitFail {
+				t.Errorf("exit status %d, want %d", r.code, exitFail)
+			}
+			if lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n"); len(lines) != 1 || !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("stderr %q, want one line about %q", r.stderr, tc.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q, want nothing", r.stdout)
+			}
+			if got := listUsers(t, dir, env, db); !slices.Equal(got, want) {
+				t.Errorf("user list changed to %q, want %q", got, want)
+			}
+		})
+	}
+
+	// The host keeps its password and MAC address: only they log in.
+	d := startDaemon(t, dir, env, "--db", db)
+	d.loginHost(a.host, a.mac, a.hostPassword)
+	for _, body := range []map[string]string{
+		{"id": a.host, "password": "host-password-2"},
+		{"id": "web-2", "password": "host-password-2"},
+	} {
+		if r := d.call("POST", "/api/hosts/adm/authenticate", "", body); r.status != http.StatusUnauthorized {
+			t.Errorf("host login %s after the failed host add: status %d, want 401", body["id"], r.status)
+		}
+	}
+	d.stop()
+}
+
+// TestAdminCommands runs each subcommand the way an operator would, and
+// checks its effect through user list and the running server.
+func TestAdminCommands(t *testing.T) {
+	dir := t.TempDir()
+	env := baseEnv("MASTER_KEY=" + testMasterKey)
+	db := filepath.Join(dir, "nmauth.db")
+	a := seed(t, dir, env, db)
+	out := mustRun(t, dir, env, "host-password-2\n", "host", "add", "web-2", "--db", db)
+	if strings.Contains(out, "host-password-2") {
+		t.Errorf("host add printed the password it was given: %q", out)
+	}
+	d := startDaemon(t, dir, env, "--db", db)
+	d.loginHost("web-2", "", "host-password-2")
+
+	token := d.loginUser(a.user, a.password).AuthToken
+	e := d.initTOTP(a.user, token)
+	d.completeTOTP(a.user, token, e, totpCode(t, e.URL, time.Now()))
+	if got := totpState(t, dir, env, db, a.user); got != "on" {
+		t.Fatalf("after enrollment user list says TOTP %s", got)
+	}
+
+	mustRun(t, dir, env, "", "--db", db, "user", "totp-reset", "ALICE")
+	if got := totpState(t, dir, env, db, a.user); got != "off" {
+		t.Errorf("after totp-reset user list says TOTP %s", got)
+	}
+	if l := d.loginUser(a.user, a.password); l.TOTPRequired || l.AuthToken == "" {
+		t.Errorf("after totp-reset login gave %+v, want a user token", l)
+	}
+
+	mustRun(t, dir, env, "", "user", "disable", a.user, "--db", db)
+	if got := listUsers(t, dir, env, db); !slices.Equal(got, []string{"alice yes off"}) {
+		t.Errorf("after disable user list says %q", got)
+	}
+	r := d.call("POST", "/api/users/adm/authenticate", "", map[string]string{"username": a.user, "password": a.password})
+	if r.status != http.StatusUnauthorized {
+		t.Errorf("login of a disabled user: status %d, want 401", r.status)
+	}
+	d.stop()
+}
+
+// TestUsageErrors: a malformed command line exits 2 with one line.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	env := baseEnv()
+	cases := [][]string{
+		{},
+		{"frobnicate"},
+		{"user"},
+		{"user", "add"},
+		{"user", "add", "a", "b"},
+		{"user", "list", "--mac", "00:11:22:33:44:55"},
+		{"user", "list", "--addr", "127.0.0.1:1"},
+		{"serve", "--no-such-flag"},
+	}
+	for _, args := range cases {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := runNmauthd(t, dir, env, "", args...)
+			if r.code != exitUsage {
+				t.Errorf("exit status %d, want %d", r.code, exitUsage)
+			}
+			if lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(r.stderr, "nmauthd: ") {
+				t.Errorf("stderr %q, want one nmauthd: line", r.stderr)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("usage errors left files: %v", entries)
+	}
+	if r := runNmauthd(t, dir, env, "", "--help"); r.code != 0 || !strings.Contains(r.stdout, "user totp-reset NAME") {
+		t.Errorf("--help: exit %d, stdout %q", r.code, r.stdout)
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Exit statuses: bad input and failures are 1, a malformed command line 2.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// cli is one run of the program with its standard streams and
+// environment, so tests can run it in process.
+type cli struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	log    *slog.Logger
+}
+
+func newCLI() *cli {
+	return &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+}
+
+// options holds every flag; each command accepts only some of them.
+type options struct {
+	addr    string
+	db      string
+	dev     bool
+	logJSON bool
+	mac     string
+	set     map[string]bool // flags given on the command line
+}
+
+// command is one subcommand: its words, its positional arguments and the
+// flags it takes besides the common --db and --log-json.
+type command struct {
+	name  string
+	args  []string
+	flags []string
+	help  string
+	run   func(ctx context.Context, c *cli, o *options, args []string) error
+}
+
+var commands = []command{
+	{name: "serve", flags: []string{"addr", "dev"}, run: serve,
+		help: "serve the API (--addr, --dev)"},
+	{name: "user add", args: []string{"NAME"}, run: userAdd,
+		help: "add a user; password from stdin, or prompted on a terminal"},
+	{name: "user list", run: userList,
+		help: "list users: name, disabled, TOTP on"},
+	{name: "user disable", args: []string{"NAME"}, run: userDisable,
+		help: "refuse the user's logins and revoke the user's tokens"},
+	{name: "user totp-reset", args: []string{"NAME"}, run: userTOTPReset,
+		help: "turn the user's TOTP off so the user can enroll again"},
+	{name: "host add", args: []string{"ID"}, flags: []string{"mac"}, run: hostAdd,
+		help: "add a host (--mac); password from stdin, or generated and printed"},
+	{name: "reseal", run: reseal,
+		help: "seal every TOTP secret under the first root secret"},
+}
+
+// commonFlags are accepted by every command.
+var commonFlags = []string{"db", "log-json"}
+
+func (c *cli) run(args []string) int {
+	o, words, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		c.usage(c.stdout)
+		return exitOK
+	}
+	var cmd *command
+	var rest []string
+	if err == nil {
+		cmd, rest, err = findCommand(words)
+	}
+	if err == nil {
+		err = cmd.checkFlags(o)
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "nmauthd: %s (see nmauthd --help)\n", oneLine(err))
+		return exitUsage
+	}
+	c.log = newLogger(c.stderr, o.logJSON)
+	if err := cmd.run(context.Background(), c, o, rest); err != nil {
+		fmt.Fprintf(c.stderr, "nmauthd: %s\n", oneLine(err))
+		return exitFail
+	}
+	return exitOK
+}
+
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("nmauthd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8081", "address to listen on")
+	fs.StringVar(&o.db, "db", "nmauth.db", "SQLite database path, or a postgres:// URL")
+	fs.BoolVar(&o.dev, "dev", false, "development mode: loopback only, default master key allowed, demo accounts")
+	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")
+	fs.StringVar(&o.mac, "mac", "", "the host's MAC address")
+	return fs
+}
+
+// parseArgs accepts flags before, between and after the command's words.
+// After "--" everything is a word.
+func parseArgs(args []string) (*options, []string, error) {
+	o := &options{set: map[string]bool{}}
+	fs := newFlagSet(o)
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			words = append(words, rest...)
+			break
+		}
+		words = append(words, rest[0])
+		args = rest[1:]
+	}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	return o, words, nil
+}
+
+// findCommand matches the leading words against the commands and returns
+// the command and its positional arguments.
+func findCommand(words []string) (*command, []string, error) {
+	if len(words) == 0 {
+		return nil, nil, errors.New("no command given")
+	}
+	for i := range commands {
+		cmd := &commands[i]
+		name := strings.Fields(cmd.name)
+		if len(words) < len(name) || !slices.Equal(words[:len(name)], name) {
+			continue
+		}
+		rest := words[len(name):]
+		if len(rest) != len(cmd.args) {
+			return nil, nil, fmt.Errorf("%s takes %s", cmd.name, argsText(cmd.args))
+		}
+		return cmd, rest, nil
+	}
+	return nil, nil, fmt.Errorf("unknown command %q", strings.Join(words, " "))
+}
+
+func argsText(args []string) string {
+	if len(args) == 0 {
+		return "no arguments"
+	}
+	return strings.Join(args, " ")
+}
+
+// checkFlags refuses a flag that the command would silently ignore.
+func (cmd *command) checkFlags(o *options) error {
+	for name := range o.set {
+		if !slices.Contains(commonFlags, name) && !slices.Contains(cmd.flags, name) {
+			return fmt.Errorf("%s does not take --%s", cmd.name, name)
+		}
+	}
+	return nil
+}
+
+func (c *cli) usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: nmauthd COMMAND [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, cmd := range commands {
+		fmt.Fprintf(w, "  %-22s %s\n", strings.TrimSpace(cmd.name+" "+strings.Join(cmd.args, " ")), cmd.help)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Flags (before or after the command):")
+	var o options
+	newFlagSet(&o).VisitAll(func(f *flag.Flag) {
+		fmt.Fprintf(w, "  --%-9s %s (default %q)\n", f.Name, f.Usage, f.DefValue)
+	})
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Environment:")
+	fmt.Fprintln(w, "  MASTER_KEY     the master key; else server.masterkey in config/environments/<NMAUTH_ENV>.yaml")
+	fmt.Fprintln(w, "  NMAUTH_ENV     the environment name for that file (default dev)")
+	fmt.Fprintln(w, "  NMAUTH_SECRET  root secrets, hex or base64, 32+ bytes, comma-separated, the first signs;")
+	fmt.Fprintln(w, "                 without it a SQLite database gets a 0600 file <db>.secret beside it")
+}
+
+// oneLine keeps an error message on one line of the terminal.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

@@ -1,0 +1,32 @@
+// Command nmauthd is the nmauth demo server and its admin tool. It serves
+// the five authentication routes of nmauth over a SQLite file or a
+// PostgreSQL database, and manages users and hosts in that same database.
+//
+//	nmauthd serve [--addr 127.0.0.1:8081] [--db nmauth.db] [--dev] [--log-json]
+//	nmauthd user add NAME          password from stdin, or prompted on a terminal
+//	nmauthd user list
+//	nmauthd user disable NAME
+//	nmauthd user totp-reset NAME
+//	nmauthd host add ID [--mac MAC] password from stdin, or generated and printed
+//	nmauthd reseal                 seal TOTP secrets under the first root secret
+//
+// Every command takes --db (a SQLite path or a postgres:// URL) and
+// --log-json, before or after the command's name.
+//
+// The root secret comes from NMAUTH_SECRET (hex or base64, 32 bytes or
+// more; a comma-separated list to rotate, the first signs), or else from
+// a file beside the SQLite database, made on first use. The master key
+// comes from MASTER_KEY or config/environments/<env>.yaml.
+//
+// To try it out:
+//
+//	go run ./cmd/nmauthd serve --dev
+package main
+
+import (
+	"os"
+)
+
+func main() {
+	os.Exit(newCLI().run(os.Args[1:]))
+}

@@ -1,0 +1,604 @@
+package nmauth
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Dialect names the SQL database behind a [SQLStore].
+type Dialect string
+
+const (
+	// DialectSQLite is SQLite through modernc.org/sqlite, driver name
+	// "sqlite". Open the database with [SQLiteDSN].
+	DialectSQLite Dialect = "sqlite"
+	// DialectPostgres is PostgreSQL through github.com/jackc/pgx/v5/stdlib,
+	// driver name "pgx".
+	DialectPostgres Dialect = "postgres"
+)
+
+// SQLStore is a [Store] kept in a SQL database through database/sql: SQLite
+// for a single process with an embedded file, PostgreSQL for several
+// replicas sharing one database.
+//
+// The library imports neither driver, so an application links only the one
+// it uses, with a blank import:
+//
+//	import _ "modernc.org/sqlite"             // DialectSQLite, driver "sqlite"
+//	import _ "github.com/jackc/pgx/v5/stdlib" // DialectPostgres, driver "pgx"
+//
+// SQLite callers should open the database with [SQLiteDSN]. Its
+// _txlock=immediate makes every transaction take the write lock at BEGIN,
+// which is what lets UpdateUser and UpdateHost read and write a record
+// atomically across processes; its busy timeout makes a writer wait for
+// another process instead of failing. Within one process the store queues
+// its own SQLite writes, so the pool size of the *sql.DB does not matter.
+// In-memory SQLite databases give each pooled connection its own database
+// and are not supported.
+//
+// On PostgreSQL, UpdateUser and UpdateHost lock the row with SELECT ... FOR
+// UPDATE in a READ COMMITTED transaction, so concurrent updates of one
+// record from any number of replicas wait for each other and never fail
+// with a serialization error.
+//
+// The update callback runs inside the transaction, which holds a pooled
+// connection and the lock, so it must not call the store itself.
+//
+// Times are stored as Unix nanoseconds, 0 for the zero time; a non-zero
+// time must therefore lie between the years 1678 and 2262 and not be the
+// Unix epoch itself. An empty TOTPSecret is stored as NULL and reads back
+// as nil.
+type SQLStore struct {
+	db      *sql.DB
+	dialect Dialect
+	q       sqlQueries
+	txOpts  *sql.TxOptions
+	// writes holds one token per writer allowed at a time. SQLite admits a
+	// single writer per database; queuing writers here rather than in
+	// SQLite's busy handler keeps waits fair and cancellable.
+	writes chan struct{}
+}
+
+var _ Store = (*SQLStore)(nil)
+
+var (
+	errSQLNilDB       = errors.New("nmauth: sql store: nil database")
+	errSQLDialect     = errors.New("nmauth: sql store: unknown dialect")
+	errSQLTimeRange   = errors.New("nmauth: sql store: time out of range")
+	errSQLSchemaNewer = errors.New("nmauth: sql store: database schema is newer than this library")
+)
+
+// sqlSchemaLockID is the PostgreSQL advisory lock key that serializes
+// migrations across processes; it spells "nmauth" in ASCII.
+const sqlSchemaLockID int64 = 0x6e6d61757468
+
+// NewSQLStore returns a [SQLStore] over db, creating the tables or bringing
+// them up to date first. Each migration runs in its own transaction and is
+// recorded in the nmauth_schema_version table, so several processes may
+// start at once on one database: on PostgreSQL an advisory lock, on SQLite
+// the write lock, lets exactly one of them apply each migration. A database
+// whose schema is newer than this library is refused.
+func NewSQLStore(ctx context.Context, db *sql.DB, d Dialect) (*SQLStore, error) {
+	if db == nil {
+		return nil, errSQLNilDB
+	}
+	s := &SQLStore{db: db, dialect: d, q: newSQLQueries(d)}
+	switch d {
+	case DialectSQLite:
+		s.writes = make(chan struct{}, 1)
+	case DialectPostgres:
+		// Stated explicitly so that a server default of SERIALIZABLE or
+		// REPEATABLE READ cannot turn row-lock waits into failures.
+		s.txOpts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	default:
+		return nil, fmt.Errorf("%w %q", errSQLDialect, d)
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SQLiteDSN returns the modernc.org/sqlite data source name for the
+// database file at path with the settings a [SQLStore] relies on: WAL so
+// that readers never block the writer, a 5 s busy timeout so that a writer
+// waits for another process instead of failing, foreign keys on,
+// synchronous=FULL so that a committed TOTP step survives a power loss and
+// a code cannot be replayed after it, and _txlock=immediate so that each
+// transaction takes the write lock at BEGIN.
+func SQLiteDSN(path string) string {
+	// The path is part of a SQLite URI, where '?' and '#' end the path and
+	// '%' starts an escape; an absolute path gets an empty authority so
+	// that one starting with "//" is not read as a host name.
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	if strings.HasPrefix(p, "/") {
+		p = "//" + p
+	}
+	return "file:" + p + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)" +
+		"&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate"
+}
+
+// GetUser implements [Store].
+func (s *SQLStore) GetUser(ctx context.Context, name string) (User, error) {
+	u, err := scanUser(s.db.QueryRowContext(ctx, s.q.getUser, name))
+	if err != nil {
+		return User{}, readErr("get user", err)
+	}
+	return u, nil
+}
+
+// ListUsers implements [Store]; users come sorted by name, byte by byte,
+// whatever the collation of the database.
+func (s *SQLStore) ListUsers(ctx context.Context) ([]User, error) {
+	rows, err := s.db.QueryContext(ctx, s.q.listUsers)
+	if err != nil {
+		return nil, wrapSQL("list users", err)
+	}
+	defer rows.Close()
+	users := []User{}
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, wrapSQL("list users", err)
+		}
+		users = append(users, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapSQL("list users", err)
+	}
+	slices.SortFunc(users, func(a, b User) int { return cmp.Compare(a.Name, b.Name) })
+	return users, nil
+}
+
+// CreateUser implements [Store].
+func (s *SQLStore) CreateUser(ctx context.Context, u User) error {
+	args, err := userArgs(u)
+	if err != nil {
+		return err
+	}
+	return s.insert(ctx, "create user", s.q.insertUser, args)
+}
+
+// UpdateUser implements [Store]. It runs in one transaction that holds the
+// row's write lock from the read to the commit.
+func (s *SQLStore) UpdateUser(ctx context.Context, name string, fn func(*User) error) error {
+	return s.inTx(ctx, "update user", func(tx *sql.Tx) error {
+		u, err := scanUser(tx.QueryRowContext(ctx, s.q.lockUser, name))
+		if err != nil {
+			return readErr("update user", err)
+		}
+		if err := fn(&u); err != nil {
+			return err
+		}
+		args, err := userArgs(u)
+		if err != nil {
+			return err
+		}
+		// The key is left out of the SET list, so fn cannot move the record.
+		_, err = tx.ExecContext(ctx, s.q.updateUser, append(args[1:], name)...)
+		return wrapSQL("update user", err)
+	})
+}
+
+// DeleteUser implements [Store].
+func (s *SQLStore) DeleteUser(ctx context.Context, name string) error {
+	return s.inTx(ctx, "delete user", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q.deleteUser, name)
+		return wrapSQL("delete user", err)
+	})
+}
+
+// GetHost implements [Store].
+func (s *SQLStore) GetHost(ctx context.Context, id string) (Host, error) {
+	h, err := scanHost(s.db.QueryRowContext(ctx, s.q.getHost, id))
+	if err != nil {
+		return Host{}, readErr("get host", err)
+	}
+	return h, nil
+}
+
+// CreateHost implements [Store].
+func (s *SQLStore) CreateHost(ctx context.Context, h Host) error {
+	args, err := hostArgs(h)
+	if err != nil {
+		return err
+	}
+	return s.insert(ctx, "create host", s.q.insertHost, args)
+}
+
+// UpdateHost implements [Store]. It runs in one transaction that holds the
+// row's write lock from the read to the commit.
+func (s *SQLStore) UpdateHost(ctx context.Context, id string, fn func(*Host) error) error {
+	return s.inTx(ctx, "update host", func(tx *sql.Tx) error {
+		h, err := scanHost(tx.QueryRowContext(ctx, s.q.lockHost, id))
+		if err != nil {
+			return readErr("update host", err)
+		}
+		if err := fn(&h); err != nil {
+			return err
+		}
+		args, err := hostArgs(h)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q.updateHost, append(args[1:], id)...)
+		return wrapSQL("update host", err)
+	})
+}
+
+// DeleteHost implements [Store].
+func (s *SQLStore) DeleteHost(ctx context.Context, id string) error {
+	return s.inTx(ctx, "delete host", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q.deleteHost, id)
+		return wrapSQL("delete host", err)
+	})
+}
+
+// insert runs an INSERT ... ON CONFLICT DO NOTHING and reports a row that
+// was not inserted as ErrExists. Letting the database decide keeps two
+// concurrent creates of one key correct without reading driver error codes.
+func (s *SQLStore) insert(ctx context.Context, what, query string, args []any) error {
+	return s.inTx(ctx, what, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return wrapSQL(what, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return wrapSQL(what, err)
+		}
+		if n == 0 {
+			return ErrExists
+		}
+		return nil
+	})
+}
+
+// inTx runs fn in a transaction and commits it if fn returns nil. fn's
+// error is returned as it is, so that errors from an update callback reach
+// the caller unchanged.
+func (s *SQLStore) inTx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
+	release, err := s.acquireWrite(ctx)
+	if err != nil {
+		return wrapSQL(what, err)
+	}
+	defer release()
+	tx, err := s.db.BeginTx(ctx, s.txOpts)
+	if err != nil {
+		return wrapSQL(what, err)
+	}
+	if err := fn(tx); err != nil {
+		// The transaction is abandoned either way; fn's error is the one
+		// the caller needs.
+		_ = tx.Rollback()
+		return err
+	}
+	return wrapSQL(what, tx.Commit())
+}
+
+// acquireWrite waits for this store's turn to write, or for ctx to end.
+func (s *SQLStore) acquireWrite(ctx context.Context) (release func(), err error) {
+	if s.writes == nil {
+		return func() {}, ctx.Err()
+	}
+	select {
+	case s.writes <- struct{}{}:
+		return func() { <-s.writes }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// wrapSQL prefixes an unexpected error with the operation that failed; it
+// returns nil for nil.
+func wrapSQL(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("nmauth: sql store: %s: %w", what, err)
+}
+
+// readErr maps a missing row to ErrNotFound.
+func readErr(what string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return wrapSQL(what, err)
+}
+
+// migrate applies, in order, every migration the database has not seen.
+func (s *SQLStore) migrate(ctx context.Context) error {
+	for i := range sqlMigrations {
+		err := s.inTx(ctx, "migrate", func(tx *sql.Tx) error {
+			return s.migrateTo(ctx, tx, i+1)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateTo applies migration v unless the database already has it. It
+// rereads the version after taking the schema lock, because another
+// process may have migrated while this one waited.
+func (s *SQLStore) migrateTo(ctx context.Context, tx *sql.Tx, v int) error {
+	if s.dialect == DialectPostgres {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", sqlSchemaLockID); err != nil {
+			return wrapSQL("migrate: lock", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, sqlCreateVersionTable); err != nil {
+		return wrapSQL("migrate: version table", err)
+	}
+	var current int
+	if err := tx.QueryRowContext(ctx, sqlCurrentVersion).Scan(&current); err != nil {
+		return wrapSQL("migrate: read version", err)
+	}
+	switch {
+	case current > len(sqlMigrations):
+		return fmt.Errorf("%w: version %d, library knows %d", errSQLSchemaNewer, current, len(sqlMigrations))
+	case current >= v:
+		return nil
+	}
+	for _, stmt := range sqlMigrations[v-1](s.dialect) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return wrapSQL(fmt.Sprintf("migrate to version %d", v), err)
+		}
+	}
+	_, err := tx.ExecContext(ctx, s.q.rebind("INSERT INTO nmauth_schema_version (version) VALUES (?)"), v)
+	return wrapSQL("migrate: record version", err)
+}
+
+const (
+	sqlCreateVersionTable = `CREATE TABLE IF NOT EXISTS nmauth_schema_version (
+	version BIGINT NOT NULL PRIMARY KEY
+)`
+	sqlCurrentVersion = `SELECT COALESCE(MAX(version), 0) FROM nmauth_schema_version`
+)
+
+// sqlMigrations is the schema history: entry i brings the schema to
+// version i+1. Entries are only ever appended, never edited.
+var sqlMigrations = []func(Dialect) []string{
+	func(d Dialect) []string {
+		blob := "BLOB"
+		if d == DialectPostgres {
+			blob = "BYTEA"
+		}
+		return []string{
+			`CREATE TABLE nmauth_users (
+	name TEXT NOT NULL PRIMARY KEY,
+	password_hash TEXT NOT NULL,
+	disabled BOOLEAN NOT NULL,
+	totp_secret ` + blob + `,
+	totp_last_step BIGINT NOT NULL,
+	totp_failures BIGINT NOT NULL,
+	totp_blocked_until BIGINT NOT NULL,
+	preauth_id TEXT NOT NULL,
+	preauth_failures BIGINT NOT NULL,
+	recovery_codes TEXT NOT NULL,
+	password_failures BIGINT NOT NULL,
+	password_blocked_until BIGINT NOT NULL,
+	tokens_valid_after BIGINT NOT NULL,
+	created_at BIGINT NOT NULL
+)`,
+			`CREATE TABLE nmauth_hosts (
+	id TEXT NOT NULL PRIMARY KEY,
+	mac_address TEXT NOT NULL,
+	password_hash TEXT NOT NULL,
+	disabled BOOLEAN NOT NULL,
+	password_failures BIGINT NOT NULL,
+	password_blocked_until BIGINT NOT NULL,
+	tokens_valid_after BIGINT NOT NULL,
+	created_at BIGINT NOT NULL
+)`,
+		}
+	},
+}
+
+// The column lists put the key first; userArgs, hostArgs, scanUser and
+// scanHost follow the same order.
+var (
+	sqlUserColumns = []string{
+		"name", "password_hash", "disabled",
+		"totp_secret", "totp_last_step", "totp_failures", "totp_blocked_until",
+		"preauth_id", "preauth_failures", "recovery_codes",
+		"password_failures", "password_blocked_until",
+		"tokens_valid_after", "created_at",
+	}
+	sqlHostColumns = []string{
+		"id", "mac_address", "password_hash", "disabled",
+		"password_failures", "password_blocked_until",
+		"tokens_valid_after", "created_at",
+	}
+)
+
+// sqlQueries holds every statement of a store, written once for its
+// dialect.
+type sqlQueries struct {
+	dialect                            Dialect
+	getUser, lockUser, listUsers       string
+	insertUser, updateUser, deleteUser string
+	getHost, lockHost                  string
+	insertHost, updateHost, deleteHost string
+}
+
+func newSQLQueries(d Dialect) sqlQueries {
+	q := sqlQueries{dialect: d}
+	forUpdate := ""
+	if d == DialectPostgres {
+		// SQLite has no row locks; its transaction already holds the
+		// database write lock from BEGIN IMMEDIATE.
+		forUpdate = " FOR UPDATE"
+	}
+	users := strings.Join(sqlUserColumns, ", ")
+	q.getUser = q.rebind("SELECT " + users + " FROM nmauth_users WHERE name = ?")
+	q.lockUser = q.getUser + forUpdate
+	q.listUsers = "SELECT " + users + " FROM nmauth_users"
+	q.insertUser = q.rebind(insertSQL("nmauth_users", sqlUserColumns))
+	q.updateUser = q.rebind(updateSQL("nmauth_users", sqlUserColumns))
+	q.deleteUser = q.rebind("DELETE FROM nmauth_users WHERE name = ?")
+
+	hosts := strings.Join(sqlHostColumns, ", ")
+	q.getHost = q.rebind("SELECT " + hosts + " FROM nmauth_hosts WHERE id = ?")
+	q.lockHost = q.getHost + forUpdate
+	q.insertHost = q.rebind(insertSQL("nmauth_hosts", sqlHostColumns))
+	q.updateHost = q.rebind(updateSQL("nmauth_hosts", sqlHostColumns))
+	q.deleteHost = q.rebind("DELETE FROM nmauth_hosts WHERE id = ?")
+	return q
+}
+
+// insertSQL inserts every column; the first column is the key.
+func insertSQL(table string, cols []string) string {
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ")
+	return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (" + marks +
+		") ON CONFLICT (" + cols[0] + ") DO NOTHING"
+}
+
+// updateSQL sets every column but the key, which comes last.
+func updateSQL(table string, cols []string) string {
+	sets := make([]string, len(cols)-1)
+	for i, c := range cols[1:] {
+		sets[i] = c + " = ?"
+	}
+	return "UPDATE " + table + " SET " + strings.Join(sets, ", ") + " WHERE " + cols[0] + " = ?"
+}
+
+// rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...
+// The statements are all written here and hold no '?' in literals.
+func (q sqlQueries) rebind(query string) string {
+	if q.dialect != DialectPostgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r != '?' {
+			b.WriteRune(r)
+			continue
+		}
+		n++
+		b.WriteString("$" + strconv.Itoa(n))
+	}
+	return b.String()
+}
+
+// userArgs returns u's column values in the order of sqlUserColumns.
+func userArgs(u User) ([]any, error) {
+	codes, err := json.Marshal(u.RecoveryCodes)
+	if err != nil {
+		return nil, wrapSQL("encode recovery codes", err)
+	}
+	times, err := encodeTimes(u.TOTPBlockedUntil, u.PasswordBlockedUntil, u.TokensValidAfter, u.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	var secret any // NULL unless there is a secret
+	if len(u.TOTPSecret) > 0 {
+		secret = u.TOTPSecret
+	}
+	return []any{
+		u.Name, u.PasswordHash, u.Disabled,
+		secret, u.TOTPLastStep, u.TOTPFailures, times[0],
+		u.PreAuthID, u.PreAuthFailures, string(codes),
+		u.PasswordFailures, times[1],
+		times[2], times[3],
+	}, nil
+}
+
+// hostArgs returns h's column values in the order of sqlHostColumns.
+func hostArgs(h Host) ([]any, error) {
+	times, err := encodeTimes(h.PasswordBlockedUntil, h.TokensValidAfter, h.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	return []any{
+		h.ID, h.MACAddress, h.PasswordHash, h.Disabled,
+		h.PasswordFailures, times[0],
+		times[1], times[2],
+	}, nil
+}
+
+// rowScanner is the Scan method shared by *sql.Row and *sql.Rows.
+type rowScanner interface {
+	Scan(dest ...any) error
+}
+
+func scanUser(row rowScanner) (User, error) {
+	var (
+		u                                   User
+		codes                               string
+		totpBlocked, pwBlocked, valid, made int64
+	)
+	err := row.Scan(
+		&u.Name, &u.PasswordHash, &u.Disabled,
+		&u.TOTPSecret, &u.TOTPLastStep, &u.TOTPFailures, &totpBlocked,
+		&u.PreAuthID, &u.PreAuthFailures, &codes,
+		&u.PasswordFailures, &pwBlocked,
+		&valid, &made,
+	)
+	if err != nil {
+		return User{}, err
+	}
+	if err := json.Unmarshal([]byte(codes), &u.RecoveryCodes); err != nil {
+		return User{}, fmt.Errorf("decode recovery codes of %q: %w", u.Name, err)
+	}
+	u.TOTPBlockedUntil = decodeTime(totpBlocked)
+	u.PasswordBlockedUntil = decodeTime(pwBlocked)
+	u.TokensValidAfter = decodeTime(valid)
+	u.CreatedAt = decodeTime(made)
+	return u, nil
+}
+
+func scanHost(row rowScanner) (Host, error) {
+	var (
+		h                      Host
+		pwBlocked, valid, made int64
+	)
+	err := row.Scan(
+		&h.ID, &h.MACAddress, &h.PasswordHash, &h.Disabled,
+		&h.PasswordFailures, &pwBlocked,
+		&valid, &made,
+	)
+	if err != nil {
+		return Host{}, err
+	}
+	h.PasswordBlockedUntil = decodeTime(pwBlocked)
+	h.TokensValidAfter = decodeTime(valid)
+	h.CreatedAt = decodeTime(made)
+	return h, nil
+}
+
+// encodeTimes converts each time to Unix nanoseconds, 0 for the zero time.
+// A time that would not read back equal is refused rather than stored
+// wrong: one outside the int64 range, and the epoch, which reads back as
+// the zero time.
+func encodeTimes(ts ...time.Time) ([]int64, error) {
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		if t.IsZero() {
+			continue
+		}
+		n := t.UnixNano()
+		if n == 0 || !time.Unix(0, n).Equal(t) {
+			return nil, fmt.Errorf("%w: %s", errSQLTimeRange, t.UTC().Format(time.RFC3339Nano))
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+func decodeTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
