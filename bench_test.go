@@ -20,10 +20,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/base32"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -129,7 +132,7 @@ func benchBearer(tb testing.TB) (warm, cold *Authenticator, creds benchCredentia
 	if err != nil {
 		tb.Fatal(err)
 	}
-	host, _, err := warm.minter.mint(mintArgs{kind: kindHost, subject: benchHost, issuedAt: time.Now(), ttl: time.Hour})
+	host, _, err := warm.minter.mint(mintArgs{kind: kindHost, subject: benchHost, issuedAt: time.Now(), ttl: warm.cfg.HostTokenTTL})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -146,27 +149,30 @@ func benchBearer(tb testing.TB) (warm, cold *Authenticator, creds benchCredentia
 	}
 }
 
-// forgeUserToken signs a well-formed user token, carrying the real key id,
-// with a key the Authenticator does not have: the check runs up to the
+// forgeUserToken returns a well-formed user token that carries the real
+// key id but is signed with another root secret: the check runs up to the
 // signature comparison and fails there.
 func forgeUserToken(tb testing.TB, kid string) string {
 	tb.Helper()
-	now := time.Now()
-	c := claims{RegisteredClaims: jwt.RegisteredClaims{
-		Issuer:    "nmauth",
-		Subject:   benchUser,
-		Audience:  jwt.ClaimStrings{kindAudience[kindUser]},
-		IssuedAt:  jwt.NewNumericDate(now),
-		ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)),
-		ID:        "forged-token-id",
-	}}
-	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
-	t.Header["kid"] = kid
-	s, err := t.SignedString(benchSecret(9))
+	other := benchAuth(tb, NewMemoryStore(), func(c *Config) { c.Secrets = [][]byte{benchSecret(9)} })
+	tok, _, err := other.minter.mint(mintArgs{kind: kindUser, subject: benchUser, issuedAt: time.Now(), ttl: other.cfg.UserTokenTTL})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return s
+	header, rest, _ := strings.Cut(tok, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(header)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var h map[string]any
+	if err := json.Unmarshal(raw, &h); err != nil {
+		tb.Fatal(err)
+	}
+	h["kid"] = kid
+	if raw, err = json.Marshal(h); err != nil {
+		tb.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(raw) + "." + rest
 }
 
 func BenchmarkCheckBearer(b *testing.B) {
