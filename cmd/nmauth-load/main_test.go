@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nmauth/nmauth"
+)
+
+const (
+	testMasterKey    = "load-test-master-key-0123456789abcdef"
+	testUser         = "demo"
+	testPassword     = "demo password 1"
+	testTOTPPassword = "totp password 1"
+)
+
+// fakeResolver answers from a table and fails the test for a name it does
+// not know, so that no test sends a DNS query.
+type fakeResolver struct {
+	t     *testing.T
+	names map[string][]string
+}
+
+func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	addrs, ok := r.names[host]
+	if !ok {
+		r.t.Errorf("unexpected lookup of %q", host)
+		return nil, errors.New("no such host")
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		out = append(out, netip.MustParseAddr(a))
+	}
+	return out, nil
+}
+
+func testResolver(t *testing.T) fakeResolver {
+	return fakeResolver{t: t, names: map[string][]string{
+		"localhost":    {"127.0.0.1", "::1"},
+		"example.com":  {"93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"},
+		"mixed.test":   {"127.0.0.1", "192.0.2.10"},
+		"intranet.lan": {"10.0.0.1"},
+		"nothing.test": {},
+	}}
+}
+
+func testEnv(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// testServer serves an Authenticator over a MemoryStore on loopback, with
+// the routes of nmauthd, the user testUser and TOTP users load-0000….
+func testServer(t *testing.T, totpUsers int, tweak func(*nmauth.Config)) *httptest.Server {
+	t.Helper()
+	mk, err := nmauth.NewMasterKey(testMasterKey, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{bytes.Repeat([]byte{3}, 32)}, MasterKey: mk}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	auth, err := nmauth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := auth.CreateUser(ctx, testUser, testPassword); err != nil {
+		t.Fatal(err)
+	}
+	for i := range totpUsers {
+		if err := auth.CreateUser(ctx, fmt.Sprintf("load-%04d", i), testTOTPPassword); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(newServeMux(auth))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func mustParse(t *testing.T, args ...string) *options {
+	t.Helper()
+	o, err := parseOptions(args, testEnv(map[string]string{
+		"NMAUTH_LOAD_PASSWORD":      testPassword,
+		"NMAUTH_LOAD_MASTER_KEY":    testMasterKey,
+		"NMAUTH_LOAD_TOTP_PASSWORD": testTOTPPassword,
+	}), &bytes.Buffer{})
+	if err != nil {
+		t.Fatalf("parseOptions(%q): %v", args, err)
+	}
+	return o
+}
+
+func testAPI(t *testing.T, o *options) *api {
+	t.Helper()
+	base, err := checkTarget(context.Background(), o.target, testResolver(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAPI(base, o.bounds.clients, o.sources, o.timeout)
+	t.Cleanup(a.close)
+	return a
+}
+
+func readUsersFile(t *testing.T, path string) []totpUser {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []totpUser
+	if err := json.Unmarshal(data, &users); err != nil {
+		t.Fatal(err)
+	}
+	return users
+}
+
+func TestScenarios(t *testing.T) {
+	const totpUsers = 3
+	srv := testServer(t, totpUsers, nil)
+	file := filepath.Join(t.TempDir(), "users.json")
+	ctx := context.Background()
+
+	setup := mustParse(t, "-target", srv.URL, "-c", "2", "-setup", "-totp-prefix", "load", "-totp-count", "3", "-totp-file", file)
+	if err := setupTOTP(ctx, setup, testAPI(t, setup), &bytes.Buffer{}); err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("users file: %v, %v; want mode 0600", fi.Mode(), err)
+	}
+	enrolled := readUsersFile(t, file)
+	if len(enrolled) != totpUsers || enrolled[2].Name != "load-0002" || enrolled[0].Secret == "" {
+		t.Fatalf("users file lists %+v", enrolled)
+	}
+
+	const n = 6
+	o := mustParse(t, "-target", strings.Replace(srv.URL, "127.0.0.1", "localhost", 1), "-c", "3", "-n", fmt.Sprint(n), "-d", "2m",
+		"-user", testUser, "-scenarios", "healthz,whoami,login,verify-totp", "-totp-file", file)
+	results, err := runScenarios(ctx, o, testAPI(t, o), &bytes.Buffer{})
+	if err != nil {
+		t.Fatalf("runScenarios: %v", err)
+	}
+	want := map[string]int{"healthz": n, "whoami": n, "login": n, "verify-totp": totpUsers}
+	if len(results) != len(want) {
+		t.Fatalf("%d results, want %d", len(results), len(want))
+	}
+	for _, r := range results {
+		if r.answered() != want[r.name] || r.ok() != want[r.name] || r.transport != 0 {
+			t.Errorf("%s: %d answered, %d ok, %d unanswered, errors %s; want %d ok", r.name, r.answered(), r.ok(), r.transport, r.errorSummary(), want[r.name])
+		}
+		if r.elapsed <= 0 || r.percentile(0.5) <= 0 || r.percentile(0.99) < r.percentile(0.5) {
+			t.Errorf("%s: elapsed %s, p50 %s, p99 %s", r.name, r.elapsed, r.percentile(0.5), r.percentile(0.99))
+		}
+	}
+	for i, u := range readUsersFile(t, file) {
+		if u.LastStep <= enrolled[i].LastStep {
+			t.Errorf("%s: last step %d after verify-totp, %d after setup", u.Name, u.LastStep, enrolled[i].LastStep)
+		}
+	}
+
+	var out bytes.Buffer
+	printResults(&out, results, false)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 1+len(results) || !strings.Contains(lines[0], "vs healthz") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	for i, r := range results {
+		f := strings.Fields(lines[i+1])
+		if f[0] != r.name || f[1] != fmt.Sprint(want[r.name]) {
+			t.Errorf("line %q: want %s with %d requests", lines[i+1], r.name, want[r.name])
+		}
+	}
+	if f := strings.Fields(lines[1]); f[6] != "1.000" {
+		t.Errorf("healthz line %q: ratio %s, want 1.000", lines[1], f[6])
+	}
+}
+
+func TestRounds(t *testing.T) {
+	srv := testServer(t, 0, nil)
+	const rounds, n = 3, 4
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-target", srv.URL, "-user", testUser, "-c", "2", "-n", fmt.Sprint(n),
+		"-rounds", fmt.Sprint(rounds), "-pid", fmt.Sprint(os.Getpid()), "-scenarios", "healthz,whoami"},
+		testEnv(map[string]string{"NMAUTH_LOAD_PASSWORD": testPassword}), &out, testResolver(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(out.String(), "running healthz"); got != rounds {
+		t.Errorf("healthz ran %d times, want %d:\n%s", got, rounds, out.String())
+	}
+	table := out.String()[strings.Index(out.String(), "scenario "):]
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "srv-cpu/req") {
+		t.Fatalf("table:\n%s", table)
+	}
+	for _, line := range lines[1:] {
+		if f := strings.Fields(line); f[1] != fmt.Sprint(rounds*n) || f[len(f)-1] != "-" {
+			t.Errorf("line %q: want %d requests over the rounds and no error", line, rounds*n)
+		}
+	}
+}
+
+func TestSources(t *testing.T) {
+	mk, err := nmauth.NewMasterKey(testMasterKey, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{bytes.Repeat([]byte{3}, 32)}, MasterKey: mk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	mux := newServeMux(auth)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		mu.Lock()
+		seen[host]++
+		mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	const sources, perSource = 4, 3
+	err = run(context.Background(), []string{"-target", srv.URL, "-c", "2", "-n", fmt.Sprint(sources * perSource),
+		"-sources", fmt.Sprint(sources), "-scenarios", "healthz"}, testEnv(nil), &bytes.Buffer{}, testResolver(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"127.0.0.1": perSource, "127.0.0.2": perSource, "127.0.0.3": perSource, "127.0.0.4": perSource}
+	if !maps.Equal(seen, want) {
+		t.Errorf("requests by source address: %v, want %v", seen, want)
+	}
+	err = run(context.Background(), []string{"-target", "http://[::1]:8081", "-n", "1", "-sources", "2", "-scenarios", "healthz"},
+		testEnv(nil), &bytes.Buffer{}, testResolver(t))
+	if err == nil || !strings.Contains(err.Error(), "-sources") {
+		t.Errorf("-sources with an IPv6 target: %v, want it refused", err)
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	// The command name may hold spaces and parentheses.
+	const stat = "4242 (nm auth) d) S 1 4242 4242 0 -1 4194560 5000 0 0 0 250 75 0 0 20 0 9 0 100 2000000000 20000 18446744073709551615"
+	got, err := parseProcStat(stat)
+	if want := 3250 * time.Millisecond; err != nil || got != want {
+		t.Errorf("parseProcStat = %s, %v; want %s", got, err, want)
+	}
+	for _, bad := range []string{"", "4242 nmauthd S 1", "4242 (x) S 1 2 3", "4242 (x) S 1 4242 4242 0 -1 4194560 5000 0 0 0 x 75 0"} {
+		if _, err := parseProcStat(bad); err == nil {
+			t.Errorf("parseProcStat(%q) accepted it", bad)
+		}
+	}
+}
+
+func TestRunRefusesNonLoopbackTargets(t *testing.T) {
+	for _, target := range []string{
+		"http://10.0.0.1:8081",
+		"http://192.168.1.1:8081",
+		"http://93.184.215.14",
+		"http://[2001:db8::1]:8081",
+		"http://[::ffff:10.0.0.1]:8081",
+		"http://0.0.0.0:8081",
+		"http://example.com",
+		"http://example.com:8081/api",
+		"http://intranet.lan:8081",
+		"http://mixed.test:8081",
+		"http://nothing.test:8081",
+		"ftp://127.0.0.1:8081",
+		"http://:8081",
+		"127.0.0.1:8081",
+	} {
+		t.Run(target, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), []string{"-target", target, "-user", testUser, "-n", "1"},
+				testEnv(map[string]string{"NMAUTH_LOAD_PASSWORD": testPassword}), &out, testResolver(t))
+			if err == nil {
+				t.Fatalf("run accepted %s", target)
+			}
+			if out.Len() != 0 {
+				t.Errorf("run printed %q before refusing", out.String())
+			}
+		})
+	}
+}
+
+func TestCheckTargetAcceptsLoopback(t *testing.T) {
+	for _, target := range []string{
+		"http://127.0.0.1:8081",
+		"http://127.0.0.2:8081/",
+		"http://localhost:8081",
+		"http://[::1]:8081",
+		"https://localhost",
+	} {
+		if _, err := checkTarget(context.Background(), target, testResolver(t)); err != nil {
+			t.Errorf("checkTarget(%s): %v", target, err)
+		}
+	}
+}
+
+func TestLoopbackOnlyDial(t *testing.T) {
+	for _, tc := range []struct {
+		address string
+		ok      bool
+	}{
+		{"127.0.0.1:8081", true},
+		{"127.1.2.3:80", true},
+		{"[::1]:8081", true},
+		{"[::ffff:127.0.0.1]:8081", true},
+		{"10.0.0.1:8081", false},
+		{"[::ffff:10.0.0.1]:8081", false},
+		{"93.184.215.14:80", false},
+		{"[2001:db8::1]:80", false},
+		{"localhost:80", false}, // a name never reaches the dialer's check unresolved
+	} {
+		err := loopbackOnly("tcp", tc.address, nil)
+		if (err == nil) != tc.ok {
+			t.Errorf("loopbackOnly(%s) = %v, want ok %v", tc.address, err, tc.ok)
+		}
+	}
+}
+
+func TestConcurrentLogins(t *testing.T) {
+	// One hash at a time and one waiting: the rest of the burst must be
+	// answered 503 at once, with Retry-After.
+	srv := testServer(t, 0, func(c *nmauth.Config) {
+		c.PasswordHashConcurrency, c.PasswordHashQueue = 1, 1
+	})
+	const n = 12
+	o := mustParse(t, "-target", srv.URL, "-user", testUser, "-concurrent-logins", fmt.Sprint(n), "-pid", fmt.Sprint(os.Getpid()))
+	br, err := burstLogins(context.Background(), o, testAPI(t, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, busy, throttled := br.statuses[200], br.statuses[503], br.statuses[429]
+	if ok+busy+throttled != n || br.transport != 0 {
+		t.Errorf("answers %v, %d unanswered; want %d answers of 200, 429 or 503", br.statuses, br.transport, n)
+	}
+	if ok < 1 || busy < 1 {
+		t.Errorf("%d logins succeeded and %d were turned away; want at least one of each", ok, busy)
+	}
+	if br.noRetryAfter != 0 {
+		t.Errorf("%d answers of 429 or 503 had no Retry-After", br.noRetryAfter)
+	}
+	if br.slowest != br.latencies[len(br.latencies)-1] || br.slowest < br.percentile(0.5) {
+		t.Errorf("slowest %s, p50 %s", br.slowest, br.percentile(0.5))
+	}
+	if br.memoryAfter.peakKiB <= 0 || br.memoryAfter.peakKiB < br.memoryBefore.peakKiB {
+		t.Errorf("peak resident memory %d KiB before, %d KiB after", br.memoryBefore.peakKiB, br.memoryAfter.peakKiB)
+	}
+	var out bytes.Buffer
+	printBurst(&out, o, br)
+	if want := fmt.Sprintf("200×%d 429×%d 503×%d", ok, throttled, busy); !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
+
+func TestParseProcStatus(t *testing.T) {
+	const status = "Name:\tnmauthd\nVmPeak:\t 1300000 kB\nVmHWM:\t   81234 kB\nVmRSS:\t   40960 kB\nThreads:\t8\n"
+	m, err := parseProcStatus(strings.NewReader(status))
+	if err != nil || m.peakKiB != 81234 || m.currentKiB != 40960 {
+		t.Errorf("parseProcStatus = %+v, %v; want VmHWM 81234, VmRSS 40960", m, err)
+	}
+	for _, bad := range []string{"Name:\tx\n", "VmHWM:\t12 MB\nVmRSS:\t1 kB\n", "VmHWM:\tx kB\nVmRSS:\t1 kB\n"} {
+		if _, err := parseProcStatus(strings.NewReader(bad)); err == nil {
+			t.Errorf("parseProcStatus(%q) accepted it", bad)
+		}
+	}
+}
+
+func TestParseOptionsRefuses(t *testing.T) {
+	for _, args := range [][]string{
+		{"-c", "0"},
+		{"-d", "0"},
+		{"-d", "-1s"},
+		{"-n", "-1"},
+		{"-scenarios", "healthz,nap"},
+		{"-scenarios", ","},
+		{"-concurrent-logins", "-5"},
+		{"-rounds", "0"},
+		{"-pid", "-1"},
+		{"-sources", "0"},
+		{"-sources", "70000"},
+		{"extra"},
+	} {
+		if _, err := parseOptions(args, testEnv(nil), &bytes.Buffer{}); err == nil {
+			t.Errorf("parseOptions(%q) accepted it", args)
+		}
+	}
+}
+
+func TestWaitForFreshStep(t *testing.T) {
+	now := currentStep()
+	if err := waitForFreshStep(context.Background(), []totpUser{{LastStep: now - 1}}, &bytes.Buffer{}); err != nil {
+		t.Errorf("a step already past: %v", err)
+	}
+	// A step beyond the next has been used: any code it could send now
+	// would be a replay, so it must wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	var log bytes.Buffer
+	if err := waitForFreshStep(ctx, []totpUser{{LastStep: now - 1}, {LastStep: now + 2}}, &log); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the next step used: %v, want it to wait until the context ends", err)
+	}
+	if !strings.Contains(log.String(), "waiting") {
+		t.Errorf("no word of the wait: %q", log.String())
+	}
+}
