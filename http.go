@@ -303,7 +303,12 @@ func (a *Authenticator) writeError(w http.ResponseWriter, r *http.Request, err e
 		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(err)))
 	}
 	if status >= 500 {
-		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+		// A full hashing queue is load shed by design, not a fault.
+		level := slog.LevelError
+		if status == http.StatusServiceUnavailable {
+			level = slog.LevelWarn
+		}
+		a.log.LogAttrs(r.Context(), level, "request failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("err", err.Error()))
 	}
 	writeJSON(w, status, Envelope{Code: status, Message: msg})
