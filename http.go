@@ -63,24 +63,25 @@ type TOTPRequest struct {
 // Mount it on the application's mux at "/api/" (its more specific routes
 // still win), or under a prefix with [http.StripPrefix].
 func (a *Authenticator) Handler() http.Handler {
+	routes := []struct {
+		path    string
+		handler http.Handler
+	}{
+		{"/api/hosts/adm/authenticate", a.limited(a.serveHostLogin)},
+		{"/api/users/adm/authenticate", a.limited(a.serveUserLogin)},
+		{"/api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP))},
+		{"/api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP))},
+		{"/api/users/{username}/auth/verify-totp", a.limited(a.serveVerifyTOTP)},
+	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /api/hosts/adm/authenticate", a.limited(a.serveHostLogin))
-	mux.Handle("POST /api/users/adm/authenticate", a.limited(a.serveUserLogin))
-	mux.Handle("POST /api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP)))
-	mux.Handle("POST /api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP)))
-	mux.Handle("POST /api/users/{username}/auth/verify-totp", a.limited(a.serveVerifyTOTP))
 	// Every answer is the envelope, also for a wrong method or path.
-	for _, path := range []string{
-		"/api/hosts/adm/authenticate",
-		"/api/users/adm/authenticate",
-		"/api/users/{username}/auth/init-totp",
-		"/api/users/{username}/auth/complete-totp",
-		"/api/users/{username}/auth/verify-totp",
-	} {
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", http.MethodPost)
-			a.writeError(w, r, errMethod)
-		})
+	wrongMethod := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		a.writeError(w, r, errMethod)
+	})
+	for _, rt := range routes {
+		mux.Handle("POST "+rt.path, rt.handler)
+		mux.Handle(rt.path, wrongMethod)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { a.writeError(w, r, errNoRoute) })
 	return mux
