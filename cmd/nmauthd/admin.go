@@ -66,6 +66,24 @@ func userList(ctx context.Context, c *cli, o *options, _ []string) error {
 	})
 }
 
+func userPasswd(ctx context.Context, c *cli, o *options, args []string) error {
+	name := args[0]
+	password, err := c.readPassword(fmt.Sprintf("New password for %q: ", name), true)
+	if err != nil {
+		return err
+	}
+	if password == "" {
+		return errors.New("user passwd: no password on stdin")
+	}
+	return c.withBackend(ctx, o, func(b *backend) error {
+		if err := b.auth.SetUserPassword(ctx, name, password); err != nil {
+			return adminError("user", name, err)
+		}
+		fmt.Fprintf(c.stdout, "user %q has a new password; their tokens are revoked\n", name)
+		return nil
+	})
+}
+
 func userDisable(ctx context.Context, c *cli, o *options, args []string) error {
 	return c.withBackend(ctx, o, func(b *backend) error {
 		if err := b.auth.DisableUser(ctx, args[0]); err != nil {

@@ -38,6 +38,8 @@ func TestAdminBadInput(t *testing.T) {
 		{"invalid username", "carol-password\n", []string{"user", "add", "car ol"}, "username"},
 		{"disable unknown user", "", []string{"user", "disable", "nobody"}, "nobody"},
 		{"totp-reset unknown user", "", []string{"user", "totp-reset", "nobody"}, "nobody"},
+		{"passwd unknown user", "some-password\n", []string{"user", "passwd", "nobody"}, "nobody"},
+		{"passwd weak password", "short\n", []string{"user", "passwd", "alice"}, "password"},
 		{"duplicate host", "host-password-2\n", []string{"host", "add", a.host}, "already exists"},
 		{"malformed MAC", "host-password-2\n", []string{"host", "add", "web-2", "--mac", "not-a-mac"}, "host"},
 		{"weak host password", "short\n", []string{"host", "add", "web-2"}, "password"},
@@ -103,6 +105,23 @@ func TestAdminCommands(t *testing.T) {
 	if l := d.loginUser(a.user, a.password); l.TOTPRequired || l.AuthToken == "" {
 		t.Errorf("after totp-reset login gave %+v, want a user token", l)
 	}
+
+	// A password change in another process revokes the user's tokens
+	// within the documented 5 seconds.
+	old := d.loginUser(a.user, a.password).AuthToken
+	mustRun(t, dir, env, "a-new-password\n", "user", "passwd", a.user, "--db", db)
+	deadline := time.Now().Add(5 * time.Second)
+	for d.call("GET", "/api/whoami", old, nil).status == http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("token still accepted 5 s after the password changed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := d.call("POST", "/api/users/adm/authenticate", "", map[string]string{"username": a.user, "password": a.password}); r.status != http.StatusUnauthorized {
+		t.Errorf("login with the old password: status %d, want 401", r.status)
+	}
+	a.password = "a-new-password"
+	d.loginUser(a.user, a.password)
 
 	mustRun(t, dir, env, "", "user", "disable", a.user, "--db", db)
 	if got := listUsers(t, dir, env, db); !slices.Equal(got, []string{"alice yes off"}) {

@@ -60,6 +60,8 @@ var commands = []command{
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
 		help: "list users: name, disabled, TOTP on"},
+	{name: "user passwd", args: []string{"NAME"}, run: userPasswd,
+		help: "set the user's password from stdin, or prompted; revokes the user's tokens"},
 	{name: "user disable", args: []string{"NAME"}, run: userDisable,
 		help: "refuse the user's logins and revoke the user's tokens"},
 	{name: "user totp-reset", args: []string{"NAME"}, run: userTOTPReset,
