@@ -89,7 +89,9 @@ type Host struct {
 // the Store is shared (a SQL store runs them in one transaction holding a
 // row lock). If fn returns an error nothing is written and that error is
 // returned unchanged. fn may run more than once if the Store retries a
-// conflicting transaction, so it must not have side effects.
+// conflicting transaction, so it must not have side effects, and it must
+// not call the Store (it runs holding the record's lock). fn cannot move a
+// record: a change to its key is ignored.
 //
 // Stores return copies: mutating a returned record never changes the Store.
 type Store interface {
