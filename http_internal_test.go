@@ -1,0 +1,47 @@
+package nmauth
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// TestWriteErrorWaits checks the two answers that tell a client to come
+// back later: the envelope, the status and a Retry-After in whole seconds.
+func TestWriteErrorWaits(t *testing.T) {
+	a, err := New(Config{Store: NewMemoryStore(), Secrets: [][]byte{bytes.Repeat([]byte{1}, 32)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		err        error
+		status     int
+		retryAfter string
+	}{
+		{&OverloadedError{RetryAfter: time.Second}, http.StatusServiceUnavailable, "1"},
+		{&ThrottledError{RetryAfter: 1500 * time.Millisecond}, http.StatusTooManyRequests, "2"},
+		{&ThrottledError{RetryAfter: 15 * time.Minute}, http.StatusTooManyRequests, "900"},
+		{errors.New("disk on fire: /var/lib/secret"), http.StatusInternalServerError, ""},
+	}
+	for _, tc := range tests {
+		rec := httptest.NewRecorder()
+		a.writeError(rec, httptest.NewRequest(http.MethodPost, "/", nil), tc.err)
+		var env Envelope
+		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil {
+			t.Fatalf("%v: body %q: %v", tc.err, rec.Body, err)
+		}
+		if rec.Code != tc.status || env.Code != tc.status || env.Message == "" {
+			t.Errorf("%v: status %d, envelope %+v; want %d", tc.err, rec.Code, env, tc.status)
+		}
+		if got := rec.Header().Get("Retry-After"); got != tc.retryAfter {
+			t.Errorf("%v: Retry-After %q, want %q", tc.err, got, tc.retryAfter)
+		}
+		if bytes.Contains(rec.Body.Bytes(), []byte("disk")) {
+			t.Errorf("internal error text reached the client: %s", rec.Body)
+		}
+	}
+}
