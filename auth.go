@@ -84,6 +84,12 @@ type Config struct {
 	// is the connection's peer.
 	TrustedProxies []netip.Prefix
 
+	// NodeMember reports whether a host is a member of a network, for node
+	// login ([Authenticator.LoginNode]). It is asked only after the host's
+	// credentials are right; an error from it fails the login as a Store
+	// fault does. Nil refuses every node login.
+	NodeMember func(ctx context.Context, network, hostID string) (bool, error)
+
 	// OnEvent, when set, receives every audit event. It runs on the
 	// request's goroutine and must not block.
 	OnEvent func(Event)
@@ -407,12 +413,74 @@ type HostLogin struct {
 }
 
 // LoginHost checks a host's id, password and, when the host has a
-// registered MAC address and the caller sends one, that they match.
+// registered MAC address and the caller sends one, that they match, and
+// returns a host token. An unknown host id returns [ErrUnknownHost], which
+// matches [ErrInvalidCredentials], after the same work as a wrong password.
 func (a *Authenticator) LoginHost(ctx context.Context, id, mac, password string) (HostLogin, error) {
+	tok, id, err := a.loginHost(ctx, id, mac, password, KindHost, func(id string) mintArgs {
+		return mintArgs{kind: kindHost, subject: id, ttl: a.cfg.HostTokenTTL}
+	}, nil)
+	if err != nil {
+		return HostLogin{}, err
+	}
+	return HostLogin{AuthToken: tok, ID: id}, nil
+}
+
+// NodeLogin is the result of a node login: a node token for one network.
+type NodeLogin struct {
+	AuthToken string `json:"authToken"`
+	ID        string `json:"id"`
+	Network   string `json:"network"`
+}
+
+// LoginNode checks a host's credentials as [Authenticator.LoginHost] does
+// and returns a node token for network, whose subject is the host id. The
+// host must be a member of network by [Config.NodeMember], asked only once
+// the credentials are right; a host that is not answers [ErrForbidden],
+// and so does every host when NodeMember is nil.
+func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, password string) (NodeLogin, error) {
+	if !validNetwork(network) {
+		return NodeLogin{}, ErrInvalidNetwork
+	}
+	admit := func(ctx context.Context, id string) error {
+		if a.cfg.NodeMember == nil {
+			return ErrForbidden
+		}
+		ok, err := a.cfg.NodeMember(ctx, network, id)
+		if err != nil {
+			return fmt.Errorf("nmauth: node membership: %w", err)
+		}
+		if !ok {
+			return ErrForbidden
+		}
+		return nil
+	}
+	tok, id, err := a.loginHost(ctx, id, mac, password, KindNode, func(id string) mintArgs {
+		return mintArgs{kind: kindNode, subject: id, network: network, ttl: a.cfg.NodeTokenTTL}
+	}, admit)
+	if err != nil {
+		return NodeLogin{}, err
+	}
+	return NodeLogin{AuthToken: tok, ID: id, Network: network}, nil
+}
+
+// validNetwork accepts 1 to 128 printable characters without spaces, the
+// same form as a host id.
+func validNetwork(network string) bool {
+	_, err := prepareHostID(network)
+	return err == nil
+}
+
+// loginHost checks a host's credentials, then asks admit (when set)
+// whether the login may go on, then mints the token that token describes
+// in the same atomic update that resets the failure counter. kind is what
+// the audit events name.
+func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string, kind PrincipalKind,
+	token func(id string) mintArgs, admit func(ctx context.Context, id string) error) (string, string, error) {
 	id, idErr := prepareHostID(id)
 	mac, macErr := prepareMAC(mac)
 	if macErr != nil {
-		return HostLogin{}, macErr
+		return "", "", macErr
 	}
 	password, pwErr := preparePassword(password)
 	var h Host
@@ -422,28 +490,36 @@ func (a *Authenticator) LoginHost(ctx context.Context, id, mac, password string)
 	}
 	if err != nil {
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidHost) || errors.Is(err, ErrInvalidPassword) {
-			return HostLogin{}, a.failUnknown(ctx, KindHost, id, password)
+			if err := a.failUnknown(ctx, kind, id, password); !errors.Is(err, ErrInvalidCredentials) {
+				return "", "", err
+			}
+			return "", "", ErrUnknownHost
 		}
-		return HostLogin{}, err
+		return "", "", err
 	}
 	now := a.now()
 	if now.Before(h.PasswordBlockedUntil) {
-		a.emit(Event{Type: EventLoginThrottled, Kind: KindHost, Name: id})
-		return HostLogin{}, &ThrottledError{RetryAfter: h.PasswordBlockedUntil.Sub(now)}
+		a.emit(Event{Type: EventLoginThrottled, Kind: kind, Name: id})
+		return "", "", &ThrottledError{RetryAfter: h.PasswordBlockedUntil.Sub(now)}
 	}
 	ok, upgrade, err := a.hasher.verify(ctx, h.PasswordHash, password)
 	if err != nil && !errors.Is(err, errMalformedHash) {
-		return HostLogin{}, err
+		return "", "", err
 	}
 	macOK := h.MACAddress == "" || mac == "" || mac == h.MACAddress
 	if !ok || !macOK || h.Disabled {
-		return HostLogin{}, a.failHost(ctx, id, ok && macOK)
+		return "", "", a.failHost(ctx, id, ok && macOK)
+	}
+	if admit != nil {
+		if err := admit(ctx, id); err != nil {
+			return "", "", err
+		}
 	}
 	newHash := ""
 	if upgrade {
 		newHash, _ = a.hasher.hash(ctx, password)
 	}
-	var out HostLogin
+	var tok string
 	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
 		if h.Disabled {
 			return ErrInvalidCredentials
@@ -452,18 +528,20 @@ func (a *Authenticator) LoginHost(ctx context.Context, id, mac, password string)
 		if newHash != "" {
 			h.PasswordHash = newHash
 		}
-		tok, _, err := a.minter.mint(mintArgs{kind: kindHost, subject: id, issuedAt: a.now(), ttl: a.cfg.HostTokenTTL})
-		out = HostLogin{AuthToken: tok, ID: id}
+		args := token(id)
+		args.issuedAt = a.now()
+		var err error
+		tok, _, err = a.minter.mint(args)
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
 		err = ErrInvalidCredentials
 	}
 	if err != nil {
-		return HostLogin{}, err
+		return "", "", err
 	}
-	a.emit(Event{Type: EventLoginSucceeded, Kind: KindHost, Name: id})
-	return out, nil
+	a.emit(Event{Type: EventLoginSucceeded, Kind: kind, Name: id})
+	return tok, id, nil
 }
 
 func (a *Authenticator) failHost(ctx context.Context, id string, credentialsOK bool) error {

@@ -41,6 +41,12 @@ var (
 	ErrInvalidPassword = errors.New("nmauth: invalid password")
 	// ErrInvalidHost is returned for a malformed host id or MAC address.
 	ErrInvalidHost = errors.New("nmauth: invalid host")
+	// ErrUnknownHost is returned by host and node login for a host id the
+	// Store does not hold. It matches [ErrInvalidCredentials], so a caller
+	// that does not tell them apart answers both alike.
+	ErrUnknownHost = fmt.Errorf("%w: unknown host", ErrInvalidCredentials)
+	// ErrInvalidNetwork is returned for a malformed network name.
+	ErrInvalidNetwork = errors.New("nmauth: invalid network")
 )
 
 // ThrottledError is returned when an account or client must wait before

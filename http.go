@@ -280,6 +280,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusBadRequest, "invalid password"
 	case errors.Is(err, ErrInvalidHost):
 		return http.StatusBadRequest, "invalid host id or MAC address"
+	case errors.Is(err, ErrInvalidNetwork):
+		return http.StatusBadRequest, "invalid network"
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound, "user not found"
 	case errors.Is(err, ErrThrottled):
