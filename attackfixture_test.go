@@ -396,6 +396,7 @@ func (af *attackFixture) sendHostile(t testing.TB, hr hostileRequest) reply {
 	for _, v := range hr.auth {
 		req.Header.Add("Authorization", v)
 	}
+	sent := recordBody(req, maxRecordedBody)
 	resp, err := af.client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v (the server dropped the connection)", method, hr.path, err)
@@ -408,7 +409,9 @@ func (af *attackFixture) sendHostile(t testing.TB, hr hostileRequest) reply {
 	if resp.StatusCode >= 500 {
 		af.serverErr.Add(1)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	r := reply{status: resp.StatusCode, header: resp.Header, body: b}
+	checkOpenAPI(t, af.openapi, req, sent.Bytes(), r)
+	return r
 }
 
 // endless is an io.Reader of one repeated byte.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/openapitest"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 )
@@ -55,6 +56,8 @@ type fixture struct {
 	auth   *nmauth.Authenticator
 	srv    *httptest.Server
 	events *eventLog
+	// openapi checks every exchange of send against the document.
+	openapi *openapitest.Checker
 }
 
 type eventLog struct {
@@ -88,7 +91,7 @@ func newFixture(t testing.TB, tweak ...func(*nmauth.Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, clock: newClock(), store: nmauth.NewMemoryStore(), events: &eventLog{}}
+	f := &fixture{t: t, clock: newClock(), store: nmauth.NewMemoryStore(), events: &eventLog{}, openapi: openAPIChecker(t)}
 	cfg := nmauth.Config{
 		Store:     f.store,
 		Secrets:   [][]byte{testSecret(1)},
@@ -176,6 +179,7 @@ func (f *fixture) do(path, bearer string, body any) reply {
 
 func (f *fixture) send(req *http.Request) reply {
 	f.t.Helper()
+	sent := recordBody(req, maxRecordedBody)
 	resp, err := f.srv.Client().Do(req)
 	if err != nil {
 		f.t.Fatal(err)
@@ -185,7 +189,9 @@ func (f *fixture) send(req *http.Request) reply {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	r := reply{status: resp.StatusCode, header: resp.Header, body: b}
+	checkOpenAPI(f.t, f.openapi, req, sent.Bytes(), r)
+	return r
 }
 
 func wantStatus(t testing.TB, r reply, status int) {

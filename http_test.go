@@ -555,6 +555,9 @@ func TestMountedBesideAppRoutesAndUnderPrefix(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	f.srv = srv
+	// The document describes the handler at /api/, not this application's
+	// own route or the prefix it mounts the handler under.
+	f.openapi = nil
 
 	tok := f.userToken("alice", "correct horse battery")
 	r := f.do("/v2/api/users/adm/authenticate", "", map[string]string{"username": "alice", "password": "correct horse battery"})

@@ -1,0 +1,150 @@
+package nmauth_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/openapitest"
+)
+
+// specDocument is the checker of the spec profile's document, built once:
+// every request the fixtures send and every answer they get is checked
+// against it, so that the document cannot drift from the handler.
+var specDocument = sync.OnceValues(func() (*openapitest.Checker, error) {
+	return openapitest.New(nmauth.OpenAPI())
+})
+
+func openAPIChecker(t testing.TB) *openapitest.Checker {
+	t.Helper()
+	c, err := specDocument()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// checkOpenAPI fails the test when an exchange departs from the document.
+// A nil checker checks nothing: for a server that also serves routes of
+// its own, which the document does not describe.
+func checkOpenAPI(t testing.TB, c *openapitest.Checker, req *http.Request, sent []byte, r reply) {
+	t.Helper()
+	if c == nil {
+		return
+	}
+	err := c.Check(openapitest.Exchange{Request: req, RequestBody: sent, Status: r.status, Header: r.header, Body: r.body})
+	if err != nil {
+		t.Errorf("the exchange departs from the OpenAPI document: %v", err)
+	}
+}
+
+// maxRecordedBody is how much of a request body is kept for the check:
+// more than the handler reads, so that a body it refuses as too large is
+// kept whole or cut short, never cut to something valid.
+const maxRecordedBody = nmauth.MaxBodyBytes + 1
+
+// recordBody replaces the body of req with a copy that keeps the first
+// limit bytes read from it, for checking after the request is sent.
+func recordBody(req *http.Request, limit int64) *bytes.Buffer {
+	var sent bytes.Buffer
+	if req.Body != nil {
+		req.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(req.Body, &capped{w: &sent, n: limit}), req.Body}
+	}
+	return &sent
+}
+
+// capped writes at most n bytes to w and drops the rest; a body cut short
+// is no longer valid JSON, which the document refuses as the server does.
+type capped struct {
+	w io.Writer
+	n int64
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.n > 0 {
+		k := min(int64(len(p)), c.n)
+		c.w.Write(p[:k])
+		c.n -= k
+	}
+	return len(p), nil
+}
+
+func TestOpenAPIDocumentsLoad(t *testing.T) {
+	openAPIChecker(t)
+	// The Netmaker profile's document is checked as a document here; its
+	// answers are checked once a handler writes them.
+	b, err := os.ReadFile("openapi/netmaker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openapitest.New(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenAPICheckerRefusesWrongAnswers feeds the checker answers that
+// are each wrong in one way, after a right one it must accept, so that a
+// passing HTTP suite means the document was really consulted.
+func TestOpenAPICheckerRefusesWrongAnswers(t *testing.T) {
+	c := openAPIChecker(t)
+	f := newFixture(t)
+	f.addUser("alice", "correct horse battery")
+	login := func() (*http.Request, []byte) {
+		body := []byte(`{"username":"alice","password":"correct horse battery"}`)
+		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/users/adm/authenticate", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		return req, body
+	}
+	req, sent := login()
+	right := f.send(req)
+	wantStatus(t, right, http.StatusOK)
+	noAuth := func() http.Header {
+		h := right.header.Clone()
+		h.Del("WWW-Authenticate")
+		return h
+	}
+	tests := []struct {
+		name   string
+		status int
+		header http.Header
+		body   string
+	}{
+		{"renamed field", 200, right.header, strings.Replace(string(right.body), `"authToken"`, `"AuthToken"`, 1)},
+		{"extra field", 200, right.header, strings.Replace(string(right.body), `"userName"`, `"isAdmin":true,"userName"`, 1)},
+		{"token not a JWT", 200, right.header, `{"code":200,"message":"ok","response":{"authToken":"x","userName":"alice"}}`},
+		{"code differs from status", 400, right.header, `{"code":401,"message":"malformed JSON body"}`},
+		{"401 without WWW-Authenticate", 401, noAuth(), `{"code":401,"message":"invalid credentials"}`},
+		{"429 without Retry-After", 429, right.header, `{"code":429,"message":"too many attempts"}`},
+		{"undocumented status", 418, right.header, `{"code":418,"message":"teapot"}`},
+		{"no Cache-Control", 200, http.Header{"Content-Type": {"application/json"}}, string(right.body)},
+	}
+	if err := c.Check(openapitest.Exchange{Request: req, RequestBody: sent, Status: right.status, Header: right.header, Body: right.body}); err != nil {
+		t.Fatalf("the right answer is refused: %v", err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, sent := login()
+			x := openapitest.Exchange{Request: req, RequestBody: sent, Status: tc.status, Header: tc.header, Body: []byte(tc.body)}
+			err := c.Check(x)
+			if err == nil {
+				t.Fatalf("the checker accepts %d %s", tc.status, tc.body)
+			}
+			t.Logf("refused: %v", err)
+		})
+	}
+	// A request the document refuses must not be answered 200.
+	req, _ = login()
+	req.Header.Set("Content-Type", "text/plain")
+	x := openapitest.Exchange{Request: req, RequestBody: sent, Status: right.status, Header: right.header, Body: right.body}
+	if err := c.Check(x); err == nil {
+		t.Error("the checker accepts 200 for a text/plain body")
+	}
+}
