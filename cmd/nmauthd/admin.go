@@ -23,7 +23,7 @@ const maxPasswordInput = 4096
 // withBackend runs fn with the Authenticator over --db. Admin commands
 // need no master key.
 func (c *cli) withBackend(ctx context.Context, o *options, fn func(*backend) error) error {
-	b, err := c.openBackend(ctx, o, nil)
+	b, err := c.openBackend(ctx, o, nil, nil)
 	if err != nil {
 		return err
 	}

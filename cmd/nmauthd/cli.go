@@ -35,12 +35,13 @@ func newCLI() *cli {
 
 // options holds every flag; each command accepts only some of them.
 type options struct {
-	addr    string
-	db      string
-	dev     bool
-	logJSON bool
-	mac     string
-	set     map[string]bool // flags given on the command line
+	addr        string
+	metricsAddr string
+	db          string
+	dev         bool
+	logJSON     bool
+	mac         string
+	set         map[string]bool // flags given on the command line
 }
 
 // command is one subcommand: its words, its positional arguments and the
@@ -54,8 +55,8 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "dev"}, run: serve,
-		help: "serve the API (--addr, --dev)"},
+	{name: "serve", flags: []string{"addr", "dev", "metrics-addr"}, run: serve,
+		help: "serve the API (--addr, --dev, --metrics-addr)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -105,6 +106,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("nmauthd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8081", "address to listen on")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "address of a separate listener for Prometheus metrics at /metrics; none when empty")
 	fs.StringVar(&o.db, "db", "nmauth.db", "SQLite database path, or a postgres:// URL")
 	fs.BoolVar(&o.dev, "dev", false, "development mode: loopback only, default master key allowed, demo accounts")
 	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")

@@ -256,12 +256,13 @@ func (d *daemon) call(method, path, bearer string, body any) reply {
 func callURL(t *testing.T, method, target, bearer string, body any) reply {
 	t.Helper()
 	var rd io.Reader
+	var sent []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if sent, err = json.Marshal(body); err != nil {
 			t.Fatal(err)
 		}
-		rd = bytes.NewReader(b)
+		rd = bytes.NewReader(sent)
 	}
 	req, err := http.NewRequestWithContext(context.Background(), method, target, rd)
 	if err != nil {
@@ -282,7 +283,9 @@ func callURL(t *testing.T, method, target, bearer string, body any) reply {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	r := reply{status: resp.StatusCode, header: resp.Header, body: b}
+	checkOpenAPI(t, req, sent, r)
+	return r
 }
 
 // decode requires status want and decodes the body into a T.

@@ -2,7 +2,7 @@
 // the five authentication routes of nmauth over a SQLite file or a
 // PostgreSQL database, and manages users and hosts in that same database.
 //
-//	nmauthd serve [--addr 127.0.0.1:8081] [--db nmauth.db] [--dev] [--log-json]
+//	nmauthd serve [--addr 127.0.0.1:8081] [--db nmauth.db] [--dev] [--log-json] [--metrics-addr ADDR]
 //	nmauthd user add NAME          password from stdin, or prompted on a terminal
 //	nmauthd user list
 //	nmauthd user disable NAME

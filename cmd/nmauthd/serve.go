@@ -28,13 +28,15 @@ const (
 )
 
 // newMux returns the routes of nmauthd: the nmauth handler at /api/, the
-// bearer-protected GET /api/whoami, GET /healthz, and the demo page at GET /
-// with its assets. More routes can be added to the returned mux.
+// bearer-protected GET /api/whoami, GET /healthz, GET /openapi.yaml, and the
+// demo page at GET / with its assets. More routes can be added to the
+// returned mux.
 func newMux(auth *nmauth.Authenticator) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler())
 	mux.Handle("GET /api/whoami", auth.Middleware(http.HandlerFunc(serveWhoami)))
 	mux.HandleFunc("GET /healthz", serveHealthz)
+	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
 	mux.HandleFunc("GET /{$}", servePage)
 	mux.HandleFunc("GET /assets/", serveAsset)
 	return mux
@@ -80,11 +82,26 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := c.openBackend(ctx, o, master)
+	var m *metrics
+	var instrument func(*nmauth.Config)
+	if o.metricsAddr != "" {
+		if m, err = newMetrics(); err != nil {
+			return err
+		}
+		instrument = m.instrument
+	}
+	b, err := c.openBackend(ctx, o, master, instrument)
 	if err != nil {
 		return err
 	}
 	defer b.db.Close()
+	if m != nil {
+		stop, err := startMetrics(o, m, c.log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	ln, err := listen(o.addr, o.dev)
 	if err != nil {
 		return err
@@ -98,7 +115,11 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	}
 	c.log.Info("listening", "addr", ln.Addr().String(), "db", b.db.name,
 		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev)
-	return runServer(ctx, newHTTPServer(logRequests(c.log, newMux(b.auth)), c.log), ln, c.log)
+	var h http.Handler = newMux(b.auth)
+	if m != nil {
+		h = m.handler(h)
+	}
+	return runServer(ctx, newHTTPServer(logRequests(c.log, h), c.log), ln, c.log)
 }
 
 func listen(addr string, dev bool) (net.Listener, error) {
@@ -159,9 +180,10 @@ type backend struct {
 	secretSource string
 }
 
-// openBackend opens --db and builds the Authenticator over it. The caller
-// closes the database.
-func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.MasterKey) (*backend, error) {
+// openBackend opens --db and builds the Authenticator over it; instrument,
+// if not nil, may change the configuration first. The caller closes the
+// database.
+func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.MasterKey, instrument func(*nmauth.Config)) (*backend, error) {
 	secrets, err := loadRootSecrets(c.getenv, o.db, c.log)
 	if err != nil {
 		return nil, err
@@ -170,13 +192,17 @@ func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.Master
 	if err != nil {
 		return nil, err
 	}
-	auth, err := nmauth.New(nmauth.Config{
+	cfg := nmauth.Config{
 		Store:     db,
 		Secrets:   secrets.secrets,
 		MasterKey: master,
 		OnEvent:   auditLogger(c.log),
 		Logger:    c.log,
-	})
+	}
+	if instrument != nil {
+		instrument(&cfg)
+	}
+	auth, err := nmauth.New(cfg)
 	if err != nil {
 		db.Close()
 		return nil, err

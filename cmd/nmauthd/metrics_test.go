@@ -1,0 +1,147 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+var metricsLine = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
+
+// TestMetrics runs a login flow against nmauthd serve --metrics-addr and
+// reads the counts back from GET /metrics on the metrics listener.
+func TestMetrics(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "nmauth.db")
+	env := baseEnv("MASTER_KEY=" + testMasterKey)
+	a := seed(t, dir, env, db)
+	d := startDaemon(t, dir, env, "--db", db, "--metrics-addr", "127.0.0.1:0")
+	m := metricsLine.FindStringSubmatch(d.stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics listening line\n%s", d.stderr.String())
+	}
+	if status, _ := get(t, d.url+"/metrics"); status != http.StatusNotFound {
+		t.Errorf("the API listener answers GET /metrics with %d", status)
+	}
+
+	const login = "POST /api/users/adm/authenticate"
+	const verify = "POST /api/users/{username}/auth/verify-totp"
+	tok := d.loginUser(a.user, a.password).AuthToken
+	if r := d.call("POST", "/api/users/adm/authenticate", "", map[string]string{"username": a.user, "password": "not the password"}); r.status != http.StatusUnauthorized {
+		t.Fatalf("wrong password: %d", r.status)
+	}
+	e := d.initTOTP(a.user, tok)
+	d.completeTOTP(a.user, tok, e, totpCode(t, e.URL, time.Now()))
+	pre := d.loginUser(a.user, a.password).PreAuthToken
+	if r := d.verifyTOTP(a.user, pre, wrongCode(t, e.URL)); r.status != http.StatusUnauthorized {
+		t.Fatalf("wrong code: %d", r.status)
+	}
+	if r := d.verifyTOTP(a.user, pre, nextCode(t, e.URL)); r.status != http.StatusOK {
+		t.Fatalf("right code: %d %s", r.status, r.body)
+	}
+	d.loginHost(a.host, a.mac, a.hostPassword)
+
+	status, body := get(t, "http://"+m[1]+"/metrics")
+	if status != http.StatusOK {
+		t.Fatalf("GET /metrics: %d", status)
+	}
+	if strings.Contains(body, a.user) || strings.Contains(body, a.host) {
+		t.Error("a username or host id is in the metrics")
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		family string
+		labels map[string]string
+		value  float64
+	}{
+		{"nmauthd_http_requests_total", map[string]string{"route": login, "status": "200"}, 2},
+		{"nmauthd_http_requests_total", map[string]string{"route": login, "status": "401"}, 1},
+		{"nmauthd_http_requests_total", map[string]string{"route": verify, "status": "401"}, 1},
+		{"nmauthd_http_requests_total", map[string]string{"route": verify, "status": "200"}, 1},
+		{"nmauthd_http_requests_total", map[string]string{"route": "POST /api/users/{username}/auth/init-totp", "status": "200"}, 1},
+		{"nmauthd_http_request_duration_seconds", map[string]string{"route": login}, 3},
+		{"nmauthd_http_request_duration_seconds", map[string]string{"route": verify}, 2},
+		{"nmauthd_logins_total", map[string]string{"kind": "user", "result": "success"}, 2},
+		{"nmauthd_logins_total", map[string]string{"kind": "user", "result": "wrong"}, 1},
+		{"nmauthd_logins_total", map[string]string{"kind": "user", "result": "throttled"}, 0},
+		{"nmauthd_logins_total", map[string]string{"kind": "user", "result": "overloaded"}, 0},
+		{"nmauthd_logins_total", map[string]string{"kind": "host", "result": "success"}, 1},
+		{"nmauthd_totp_checks_total", map[string]string{"result": "success"}, 1},
+		{"nmauthd_totp_checks_total", map[string]string{"result": "wrong"}, 1},
+		{"nmauthd_totp_checks_total", map[string]string{"result": "throttled"}, 0},
+		{"nmauthd_totp_checks_total", map[string]string{"result": "overloaded"}, 0},
+		{"nmauthd_client_throttled_total", nil, 0},
+		{"nmauthd_audit_events_total", map[string]string{"type": "totp.enabled"}, 1},
+		{"nmauthd_store_errors_total", map[string]string{"op": "UpdateUser"}, 0},
+		{"nmauthd_store_errors_total", map[string]string{"op": "GetHost"}, 0},
+	}
+	for _, w := range want {
+		got, ok := sample(fams[w.family], w.labels)
+		if !ok {
+			t.Errorf("%s%v: no such series", w.family, w.labels)
+		} else if got != w.value {
+			t.Errorf("%s%v = %v, want %v", w.family, w.labels, got, w.value)
+		}
+	}
+	// Each login, code check and enrollment reads or updates the store.
+	for _, op := range []string{"UpdateUser", "UpdateHost"} {
+		if n, _ := sample(fams["nmauthd_store_call_duration_seconds"], map[string]string{"op": op}); n == 0 {
+			t.Errorf("no %s store call was timed", op)
+		}
+	}
+}
+
+// sample returns the value of the series of f with exactly these labels:
+// a counter's value, or a histogram's count of observations.
+func sample(f *dto.MetricFamily, labels map[string]string) (float64, bool) {
+	if f == nil {
+		return 0, false
+	}
+	for _, m := range f.Metric {
+		if len(m.Label) != len(labels) {
+			continue
+		}
+		match := true
+		for _, l := range m.Label {
+			if labels[l.GetName()] != l.GetValue() {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		if h := m.GetHistogram(); h != nil {
+			return float64(h.GetSampleCount()), true
+		}
+		return m.GetCounter().GetValue(), true
+	}
+	return 0, false
+}
+
+// get fetches a URL outside the OpenAPI document: the metrics listener, or
+// a path of the API listener that no route serves.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
