@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/cors"
+
 	"github.com/nmauth/nmauth"
 )
 
@@ -97,8 +99,29 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		}
 	}
 	c.log.Info("listening", "addr", ln.Addr().String(), "db", b.db.name,
-		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev)
-	return runServer(ctx, newHTTPServer(logRequests(c.log, newMux(b.auth)), c.log), ln, c.log)
+		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev,
+		"wire", o.wire, "cors_origins", o.corsOrigins.String())
+	h := withCORS(newMux(b.auth), o.corsOrigins)
+	return runServer(ctx, newHTTPServer(logRequests(c.log, h), c.log), ln, c.log)
+}
+
+// corsHeaders are the request headers a web UI on another origin may send:
+// the bearer, the JSON body, and the two headers Netmaker's UI adds.
+var corsHeaders = []string{"Authorization", "Content-Type", "From-Ui", "X-Application-Name"}
+
+// withCORS lets web pages from origins call h; with none, h is unchanged
+// and browsers keep other origins out. No cookies are involved: the
+// credential travels in the Authorization header.
+func withCORS(h http.Handler, origins []string) http.Handler {
+	if len(origins) == 0 {
+		return h
+	}
+	return cors.New(cors.Options{
+		AllowedOrigins: origins,
+		AllowedMethods: []string{http.MethodGet, http.MethodPost},
+		AllowedHeaders: corsHeaders,
+		MaxAge:         600,
+	}).Handler(h)
 }
 
 func listen(addr string, dev bool) (net.Listener, error) {
@@ -170,12 +193,19 @@ func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.Master
 	if err != nil {
 		return nil, err
 	}
+	wire, err := nmauth.ParseWireProfile(o.wire)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
+	}
 	auth, err := nmauth.New(nmauth.Config{
-		Store:     db,
-		Secrets:   secrets.secrets,
-		MasterKey: master,
-		OnEvent:   auditLogger(c.log),
-		Logger:    c.log,
+		Store:      db,
+		Secrets:    secrets.secrets,
+		MasterKey:  master,
+		Wire:       wire,
+		NodeMember: db.isMember,
+		OnEvent:    auditLogger(c.log),
+		Logger:     c.log,
 	})
 	if err != nil {
 		db.Close()
