@@ -90,6 +90,10 @@ type Config struct {
 	// fault does. Nil refuses every node login.
 	NodeMember func(ctx context.Context, network, hostID string) (bool, error)
 
+	// Wire chooses the bytes the handler writes: [WireSpec], the default,
+	// or [WireNetmaker] for Netmaker's own clients.
+	Wire WireProfile
+
 	// OnEvent, when set, receives every audit event. It runs on the
 	// request's goroutine and must not block.
 	OnEvent func(Event)
@@ -209,6 +213,9 @@ func New(cfg Config) (*Authenticator, error) {
 		if d < 0 {
 			return nil, errors.New("nmauth: Config lifetimes must be positive")
 		}
+	}
+	if cfg.Wire != WireSpec && cfg.Wire != WireNetmaker {
+		return nil, fmt.Errorf("nmauth: Config.Wire: unknown %v", cfg.Wire)
 	}
 	ring, err := newKeyRing(cfg.Secrets)
 	if err != nil {

@@ -58,6 +58,8 @@ type fixture struct {
 	events *eventLog
 	// openapi checks every exchange of send against the document.
 	openapi *openapitest.Checker
+	// wire is the profile the handler answers in.
+	wire nmauth.WireProfile
 }
 
 type eventLog struct {
@@ -91,7 +93,7 @@ func newFixture(t testing.TB, tweak ...func(*nmauth.Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, clock: newClock(), store: nmauth.NewMemoryStore(), events: &eventLog{}, openapi: openAPIChecker(t)}
+	f := &fixture{t: t, clock: newClock(), store: nmauth.NewMemoryStore(), events: &eventLog{}}
 	cfg := nmauth.Config{
 		Store:     f.store,
 		Secrets:   [][]byte{testSecret(1)},
@@ -108,6 +110,8 @@ func newFixture(t testing.TB, tweak ...func(*nmauth.Config)) *fixture {
 	if f.auth, err = nmauth.New(cfg); err != nil {
 		t.Fatal(err)
 	}
+	f.wire = cfg.Wire
+	f.openapi = openAPIChecker(t, cfg.Wire)
 	f.srv = httptest.NewServer(f.auth.Handler())
 	t.Cleanup(f.srv.Close)
 	return f
@@ -127,11 +131,81 @@ func (f *fixture) addHost(id, mac, password string) {
 	}
 }
 
-// reply is a decoded HTTP answer.
+// withWire sets the profile the handler answers in.
+func withWire(w nmauth.WireProfile) func(*nmauth.Config) {
+	return func(c *nmauth.Config) { c.Wire = w }
+}
+
+// eachWire runs test once per wire profile, as a subtest named after it.
+func eachWire(t *testing.T, test func(t *testing.T, w nmauth.WireProfile)) {
+	for _, w := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
+		t.Run(w.String(), func(t *testing.T) { test(t, w) })
+	}
+}
+
+// testHostIDs are host ids valid in both profiles: Netmaker's are UUIDs.
+var testHostIDs = []string{
+	"3f2b8c1e-7d4a-4e0b-9c6f-1a2b3c4d5e01",
+	"3f2b8c1e-7d4a-4e0b-9c6f-1a2b3c4d5e02",
+	"3f2b8c1e-7d4a-4e0b-9c6f-1a2b3c4d5e03",
+}
+
+// reply is a decoded HTTP answer, read through the names of its profile.
 type reply struct {
 	status int
 	header http.Header
 	body   []byte
+	wire   nmauth.WireProfile
+}
+
+// netmakerNames are the keys the Netmaker profile writes for the spec's
+// names; names not listed are the same in both.
+var netmakerNames = map[string]string{
+	"code":              "Code",
+	"message":           "Message",
+	"response":          "Response",
+	"authToken":         "AuthToken",
+	"userName":          "UserName",
+	"preAuthToken":      "pre_auth_token",
+	"id":                "ID",
+	"recoveryCodesLeft": "RecoveryCodesLeft",
+}
+
+// key is the key of the spec's name in the reply's profile.
+func (r reply) key(name string) string {
+	if n, ok := netmakerNames[name]; ok && r.wire == nmauth.WireNetmaker {
+		return n
+	}
+	return name
+}
+
+// envelope returns the code and message of an envelope.
+func (r reply) envelope(t testing.TB) (int, string) {
+	t.Helper()
+	m := r.json(t)
+	code, _ := m[r.key("code")].(float64)
+	msg, _ := m[r.key("message")].(string)
+	return int(code), msg
+}
+
+// answer returns the object an answer carries: the envelope's response,
+// or the whole body for the spec's bare init-totp and verify-totp answers.
+func (r reply) answer(t testing.TB) map[string]any {
+	t.Helper()
+	if _, enveloped := r.json(t)[r.key("code")]; enveloped {
+		return r.response(t)
+	}
+	return r.json(t)
+}
+
+// field returns the answer's field of the spec's name, in either profile.
+func (r reply) field(t testing.TB, name string) any {
+	t.Helper()
+	a := r.answer(t)
+	if name == "userName" && r.wire == nmauth.WireNetmaker && a["pre_auth_token"] != nil {
+		return a["user_name"] // Netmaker's answer with TOTP on has its own tags
+	}
+	return a[r.key(name)]
 }
 
 func (r reply) json(t testing.TB) map[string]any {
@@ -146,7 +220,7 @@ func (r reply) json(t testing.TB) map[string]any {
 // response returns the envelope's response object.
 func (r reply) response(t testing.TB) map[string]any {
 	t.Helper()
-	resp, ok := r.json(t)["response"].(map[string]any)
+	resp, ok := r.json(t)[r.key("response")].(map[string]any)
 	if !ok {
 		t.Fatalf("no response object in %s", r.body)
 	}
@@ -189,7 +263,7 @@ func (f *fixture) send(req *http.Request) reply {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	r := reply{status: resp.StatusCode, header: resp.Header, body: b}
+	r := reply{status: resp.StatusCode, header: resp.Header, body: b, wire: f.wire}
 	checkOpenAPI(f.t, f.openapi, req, sent.Bytes(), r)
 	return r
 }
@@ -201,17 +275,18 @@ func wantStatus(t testing.TB, r reply, status int) {
 	}
 }
 
-// wantError checks a status and that the body is the spec's envelope with
-// the same code and a message.
+// wantError checks a status and that the body is the profile's envelope
+// with the same code and a message, and in the Netmaker profile a null
+// Response, as Netmaker's server writes.
 func wantError(t testing.TB, r reply, status int) {
 	t.Helper()
 	wantStatus(t, r, status)
-	m := r.json(t)
-	if code, _ := m["code"].(float64); int(code) != status {
-		t.Fatalf("envelope code %v, want %d; body %s", m["code"], status, r.body)
+	code, msg := r.envelope(t)
+	if code != status || msg == "" {
+		t.Fatalf("envelope code %d message %q, want %d and a message; body %s", code, msg, status, r.body)
 	}
-	if msg, _ := m["message"].(string); msg == "" {
-		t.Fatalf("envelope has no message: %s", r.body)
+	if resp, ok := r.json(t)["Response"]; r.wire == nmauth.WireNetmaker && (!ok || resp != nil) {
+		t.Fatalf("Netmaker error without \"Response\":null: %s", r.body)
 	}
 	if status == http.StatusUnauthorized && r.header.Get("WWW-Authenticate") != `Bearer realm="nmauth"` {
 		t.Fatalf("401 without WWW-Authenticate: %v", r.header)
@@ -228,7 +303,7 @@ func (f *fixture) userToken(name, password string) string {
 	f.t.Helper()
 	r := f.loginUser(name, password)
 	wantStatus(f.t, r, http.StatusOK)
-	tok, _ := r.response(f.t)["authToken"].(string)
+	tok, _ := r.field(f.t, "authToken").(string)
 	if tok == "" {
 		f.t.Fatalf("no authToken in %s", r.body)
 	}
@@ -240,11 +315,13 @@ func (f *fixture) preAuthToken(name, password string) string {
 	f.t.Helper()
 	r := f.loginUser(name, password)
 	wantStatus(f.t, r, http.StatusOK)
-	resp := r.response(f.t)
-	if resp["totpRequired"] != true || resp["authToken"] != nil {
+	if r.field(f.t, "authToken") != nil || r.field(f.t, "userName") != name {
 		f.t.Fatalf("login with TOTP on: %s", r.body)
 	}
-	tok, _ := resp["preAuthToken"].(string)
+	if f.wire == nmauth.WireSpec && r.field(f.t, "totpRequired") != true {
+		f.t.Fatalf("login with TOTP on lacks totpRequired: %s", r.body)
+	}
+	tok, _ := r.field(f.t, "preAuthToken").(string)
 	if tok == "" {
 		f.t.Fatalf("no preAuthToken in %s", r.body)
 	}
@@ -260,7 +337,7 @@ func (f *fixture) initTOTP(name, bearer string) enrollment {
 	f.t.Helper()
 	r := f.do("/api/users/"+name+"/auth/init-totp", bearer, nil)
 	wantStatus(f.t, r, http.StatusOK)
-	m := r.json(f.t)
+	m := r.answer(f.t)
 	e := enrollment{}
 	e.url, _ = m["otp_auth_url"].(string)
 	e.signature, _ = m["otp_auth_url_signature"].(string)
@@ -299,7 +376,7 @@ func (f *fixture) enroll(name, bearer string) (string, []string) {
 	})
 	wantStatus(f.t, r, http.StatusOK)
 	var codes []string
-	for _, c := range r.response(f.t)["recoveryCodes"].([]any) {
+	for _, c := range r.field(f.t, "recoveryCodes").([]any) {
 		codes = append(codes, c.(string))
 	}
 	// The code just used is spent; later tests start on a fresh step.

@@ -1,6 +1,7 @@
 package nmauth
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,9 +9,11 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // MaxBodyBytes is the largest request body the handler reads.
@@ -21,8 +24,10 @@ var (
 	errContentType = errors.New("nmauth: content type must be application/json")
 	errBodyTooBig  = errors.New("nmauth: request body too large")
 	errBadJSON     = errors.New("nmauth: malformed JSON body")
-	errMethod      = errors.New("nmauth: method not allowed")
-	errNoRoute     = errors.New("nmauth: no such route")
+	// errDuplicateKey is a JSON body with one field given twice.
+	errDuplicateKey = errors.New("nmauth: duplicate key in JSON body")
+	errMethod       = errors.New("nmauth: method not allowed")
+	errNoRoute      = errors.New("nmauth: no such route")
 )
 
 // Envelope is the spec's generic result: code, message and a payload.
@@ -52,26 +57,34 @@ type TOTPRequest struct {
 	TOTP      string `json:"totp"`
 }
 
-// Handler returns an http.Handler serving the five routes of the spec:
+// Handler returns an http.Handler serving the five routes of the spec and
+// node login:
 //
 //	POST /api/hosts/adm/authenticate
 //	POST /api/users/adm/authenticate
 //	POST /api/users/{username}/auth/init-totp      (bearer)
 //	POST /api/users/{username}/auth/complete-totp  (bearer)
 //	POST /api/users/{username}/auth/verify-totp    (pre-auth token)
+//	POST /api/nodes/{network}/authenticate
+//	POST /api/nodes/adm/{network}/authenticate     (WireNetmaker only)
 //
 // Mount it on the application's mux at "/api/" (its more specific routes
-// still win), or under a prefix with [http.StripPrefix].
+// still win), or under a prefix with [http.StripPrefix]. [Config.Wire]
+// chooses the bytes of every answer.
 func (a *Authenticator) Handler() http.Handler {
-	routes := []struct {
+	type route struct {
 		path    string
 		handler http.Handler
-	}{
-		{"/api/hosts/adm/authenticate", a.limited(a.serveHostLogin)},
+	}
+	routes := []route{
+		{"/api/hosts/adm/authenticate", a.limited(a.serveHostLogin(answerHostLogin))},
 		{"/api/users/adm/authenticate", a.limited(a.serveUserLogin)},
 		{"/api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP))},
 		{"/api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP))},
 		{"/api/users/{username}/auth/verify-totp", a.limited(a.serveVerifyTOTP)},
+	}
+	for _, path := range a.nodeLoginPaths() {
+		routes = append(routes, route{path, a.limited(a.serveHostLogin(answerNodeLogin))})
 	}
 	mux := http.NewServeMux()
 	// Every answer is the envelope, also for a wrong method or path.
@@ -145,18 +158,28 @@ func BearerToken(h http.Header) (string, error) {
 	return cred, nil
 }
 
-func (a *Authenticator) serveHostLogin(w http.ResponseWriter, r *http.Request) {
-	var req HostAuthRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		a.writeError(w, r, err)
-		return
+// serveHostLogin serves host login, or with answerNodeLogin node login for
+// the network in the path: one body, one path, another token.
+func (a *Authenticator) serveHostLogin(kind answerKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req HostAuthRequest
+		if err := decodeJSON(w, r, &req); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		id, err := a.wireHostID(req.ID)
+		var out any
+		if err == nil && kind == answerNodeLogin {
+			out, err = a.LoginNode(r.Context(), r.PathValue("network"), id, req.MACAddress, req.Password)
+		} else if err == nil {
+			out, err = a.LoginHost(r.Context(), id, req.MACAddress, req.Password)
+		}
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		a.writeAnswer(w, kind, out)
 	}
-	out, err := a.LoginHost(r.Context(), req.ID, req.MACAddress, req.Password)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, Envelope{Code: http.StatusOK, Message: "host authenticated", Response: out})
 }
 
 func (a *Authenticator) serveUserLogin(w http.ResponseWriter, r *http.Request) {
@@ -170,11 +193,7 @@ func (a *Authenticator) serveUserLogin(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	msg := "user authenticated"
-	if out.TOTPRequired {
-		msg = "TOTP required: send a code to verify-totp with the pre-auth token"
-	}
-	writeJSON(w, http.StatusOK, Envelope{Code: http.StatusOK, Message: msg, Response: out})
+	a.writeAnswer(w, answerUserLogin, out)
 }
 
 func (a *Authenticator) serveInitTOTP(w http.ResponseWriter, r *http.Request) {
@@ -184,7 +203,7 @@ func (a *Authenticator) serveInitTOTP(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	a.writeAnswer(w, answerInitTOTP, out)
 }
 
 func (a *Authenticator) serveCompleteTOTP(w http.ResponseWriter, r *http.Request) {
@@ -199,7 +218,7 @@ func (a *Authenticator) serveCompleteTOTP(w http.ResponseWriter, r *http.Request
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Envelope{Code: http.StatusOK, Message: "TOTP enabled", Response: out})
+	a.writeAnswer(w, answerCompleteTOTP, out)
 }
 
 func (a *Authenticator) serveVerifyTOTP(w http.ResponseWriter, r *http.Request) {
@@ -218,24 +237,93 @@ func (a *Authenticator) serveVerifyTOTP(w http.ResponseWriter, r *http.Request) 
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	a.writeAnswer(w, answerVerifyTOTP, out)
 }
 
 // decodeJSON reads exactly one JSON value of at most MaxBodyBytes from an
-// application/json body into v.
+// application/json body into v, a pointer to a struct. A key given twice,
+// or two keys that name one field of v in different case, are refused:
+// encoding/json would keep the last of them silently, so a proxy or log
+// that reads the first would see another request than the one served.
+// Keys v does not know are ignored, since real clients send more fields.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return errContentType
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		return decodeError(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
 	}
 	if err := dec.Decode(&struct{}{}); err != io.EOF {
 		return decodeError(err)
 	}
+	return checkKeys(body, jsonFields(v))
+}
+
+// checkKeys refuses a top-level object in body with a key given twice or
+// two keys that fold to one of fields. body is known to be valid JSON.
+func checkKeys(body []byte, fields map[string]bool) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return errBadJSON
+		}
+		key, _ := tok.(string)
+		name := key
+		if folded := foldKey(key); fields[folded] {
+			name = folded
+		}
+		if seen[name] {
+			return errDuplicateKey
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return errBadJSON
+		}
+	}
 	return nil
+}
+
+// foldKey folds a key the way encoding/json matches a key to a field name
+// regardless of case, so that "ſ" (U+017F) and "K" (U+212A) fold as "S" and
+// "K" do.
+func foldKey(s string) string {
+	return strings.Map(func(r rune) rune { return unicode.ToUpper(unicode.ToLower(r)) }, s)
+}
+
+// jsonFields returns the folded JSON names of the fields of the struct v
+// points to.
+func jsonFields(v any) map[string]bool {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	fields := map[string]bool{}
+	if t.Kind() != reflect.Struct {
+		return fields
+	}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[foldKey(name)] = true
+	}
+	return fields
 }
 
 func decodeError(err error) error {
@@ -256,6 +344,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, "request body too large"
 	case errors.Is(err, errBadJSON):
 		return http.StatusBadRequest, "malformed JSON body"
+	case errors.Is(err, errDuplicateKey):
+		return http.StatusBadRequest, "a field is given twice in the JSON body (field names match in any case)"
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, "method not allowed"
 	case errors.Is(err, errNoRoute):
@@ -294,10 +384,10 @@ func errorStatus(err error) (int, string) {
 	return http.StatusInternalServerError, "internal error"
 }
 
-// writeError answers with the spec's envelope. The detail of a 5xx goes
-// to the log only.
+// writeError answers with the profile's envelope. The detail of a 5xx
+// goes to the log only.
 func (a *Authenticator) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status, msg := errorStatus(err)
+	status, body := a.wireError(err)
 	h := w.Header()
 	switch status {
 	case http.StatusUnauthorized:
@@ -314,7 +404,7 @@ func (a *Authenticator) writeError(w http.ResponseWriter, r *http.Request, err e
 		a.log.LogAttrs(r.Context(), level, "request failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("err", err.Error()))
 	}
-	writeJSON(w, status, Envelope{Code: status, Message: msg})
+	writeJSON(w, status, body)
 }
 
 // retryAfterSeconds rounds a wait up to whole seconds, at least one.

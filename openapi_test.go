@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,16 +12,22 @@ import (
 	"github.com/nmauth/nmauth/openapitest"
 )
 
-// specDocument is the checker of the spec profile's document, built once:
+// documents are the checkers of each profile's document, each built once:
 // every request the fixtures send and every answer they get is checked
-// against it, so that the document cannot drift from the handler.
-var specDocument = sync.OnceValues(func() (*openapitest.Checker, error) {
-	return openapitest.New(nmauth.OpenAPI())
-})
+// against the document of the fixture's profile, so that neither document
+// can drift from the handler.
+var documents = map[nmauth.WireProfile]func() (*openapitest.Checker, error){
+	nmauth.WireSpec: sync.OnceValues(func() (*openapitest.Checker, error) {
+		return openapitest.New(nmauth.OpenAPI(nmauth.WireSpec))
+	}),
+	nmauth.WireNetmaker: sync.OnceValues(func() (*openapitest.Checker, error) {
+		return openapitest.New(nmauth.OpenAPI(nmauth.WireNetmaker))
+	}),
+}
 
-func openAPIChecker(t testing.TB) *openapitest.Checker {
+func openAPIChecker(t testing.TB, w nmauth.WireProfile) *openapitest.Checker {
 	t.Helper()
-	c, err := specDocument()
+	c, err := documents[w]()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,23 +83,14 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 func TestOpenAPIDocumentsLoad(t *testing.T) {
-	openAPIChecker(t)
-	// The Netmaker profile's document is checked as a document here; its
-	// answers are checked once a handler writes them.
-	b, err := os.ReadFile("openapi/netmaker.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := openapitest.New(b); err != nil {
-		t.Fatal(err)
-	}
+	eachWire(t, func(t *testing.T, w nmauth.WireProfile) { openAPIChecker(t, w) })
 }
 
 // TestOpenAPICheckerRefusesWrongAnswers feeds the checker answers that
 // are each wrong in one way, after a right one it must accept, so that a
 // passing HTTP suite means the document was really consulted.
 func TestOpenAPICheckerRefusesWrongAnswers(t *testing.T) {
-	c := openAPIChecker(t)
+	c := openAPIChecker(t, nmauth.WireSpec)
 	f := newFixture(t)
 	f.addUser("alice", "correct horse battery")
 	login := func() (*http.Request, []byte) {

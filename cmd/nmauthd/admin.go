@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"golang.org/x/term"
@@ -114,9 +115,19 @@ func hostAdd(ctx context.Context, c *cli, o *options, args []string) error {
 	if generated {
 		password = rand.Text()
 	}
+	for _, network := range o.networks {
+		if network == "" || strings.ContainsAny(network, " \t/") {
+			return fmt.Errorf("host add: --network %q is not a network name", network)
+		}
+	}
 	return c.withBackend(ctx, o, func(b *backend) error {
 		if err := b.auth.CreateHost(ctx, id, o.mac, password); err != nil {
 			return adminError("host", id, err)
+		}
+		for _, network := range o.networks {
+			if err := b.db.addMembership(ctx, network, id); err != nil {
+				return fmt.Errorf("host %q added, but not to network %q: %w", id, network, err)
+			}
 		}
 		if generated {
 			fmt.Fprintf(c.stdout, "host %q added, password (shown once): %s\n", id, password)

@@ -41,7 +41,21 @@ type options struct {
 	dev         bool
 	logJSON     bool
 	mac         string
+	wire        string
+	// corsOrigins and networks may be given more than once.
+	corsOrigins stringList
+	networks    stringList
 	set         map[string]bool // flags given on the command line
+}
+
+// stringList is a flag that may be given more than once.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }
 
 // command is one subcommand: its words, its positional arguments and the
@@ -55,8 +69,8 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "dev", "metrics-addr"}, run: serve,
-		help: "serve the API (--addr, --dev, --metrics-addr)"},
+	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr"}, run: serve,
+		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -67,8 +81,8 @@ var commands = []command{
 		help: "refuse the user's logins and revoke the user's tokens"},
 	{name: "user totp-reset", args: []string{"NAME"}, run: userTOTPReset,
 		help: "turn the user's TOTP off so the user can enroll again"},
-	{name: "host add", args: []string{"ID"}, flags: []string{"mac"}, run: hostAdd,
-		help: "add a host (--mac); password from stdin, or generated and printed"},
+	{name: "host add", args: []string{"ID"}, flags: []string{"mac", "network"}, run: hostAdd,
+		help: "add a host (--mac, --network); password from stdin, or generated and printed"},
 	{name: "reseal", run: reseal,
 		help: "seal every TOTP secret under the first root secret"},
 }
@@ -111,6 +125,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.dev, "dev", false, "development mode: loopback only, default master key allowed, demo accounts")
 	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")
 	fs.StringVar(&o.mac, "mac", "", "the host's MAC address")
+	fs.StringVar(&o.wire, "wire", "spec", "answer in the spec's format (spec) or Netmaker's (netmaker)")
+	fs.Var(&o.corsOrigins, "cors-origin", "let a web UI at this origin call the API; repeatable")
+	fs.Var(&o.networks, "network", "a network the host is a member of, for node login; repeatable")
 	return fs
 }
 
@@ -188,7 +205,7 @@ func (c *cli) usage(w io.Writer) {
 	fmt.Fprintln(w, "Flags (before or after the command):")
 	var o options
 	newFlagSet(&o).VisitAll(func(f *flag.Flag) {
-		fmt.Fprintf(w, "  --%-9s %s (default %q)\n", f.Name, f.Usage, f.DefValue)
+		fmt.Fprintf(w, "  --%-11s %s (default %q)\n", f.Name, f.Usage, f.DefValue)
 	})
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Environment:")

@@ -1,13 +1,16 @@
 // Command nmauthd is the nmauth demo server and its admin tool. It serves
-// the five authentication routes of nmauth over a SQLite file or a
+// the authentication routes of nmauth over a SQLite file or a
 // PostgreSQL database, and manages users and hosts in that same database.
 //
-//	nmauthd serve [--addr 127.0.0.1:8081] [--db nmauth.db] [--dev] [--log-json] [--metrics-addr ADDR]
+//	nmauthd serve [--addr 127.0.0.1:8081] [--db nmauth.db] [--dev] [--log-json]
+//	              [--wire spec|netmaker] [--cors-origin ORIGIN]... [--metrics-addr ADDR]
 //	nmauthd user add NAME          password from stdin, or prompted on a terminal
 //	nmauthd user list
 //	nmauthd user disable NAME
 //	nmauthd user totp-reset NAME
-//	nmauthd host add ID [--mac MAC] password from stdin, or generated and printed
+//	nmauthd host add ID [--mac MAC] [--network NET]...
+//	                               password from stdin, or generated and printed;
+//	                               each --network lets the host log in as a node there
 //	nmauthd reseal                 seal TOTP secrets under the first root secret
 //
 // Every command takes --db (a SQLite path or a postgres:// URL) and

@@ -44,8 +44,8 @@ const (
 	resultOverloaded = "overloaded"
 )
 
-func newMetrics() (*metrics, error) {
-	routes, err := newRouteLabeler(nmauth.OpenAPI())
+func newMetrics(wire nmauth.WireProfile) (*metrics, error) {
+	routes, err := newRouteLabeler(nmauth.OpenAPI(wire))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/nmauth/nmauth"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +14,7 @@ import (
 // document is the checker of the document nmauthd serves, built once: the
 // tests' request helper checks every exchange against it.
 var document = sync.OnceValues(func() (*openapitest.Checker, error) {
-	return openapitest.New(openAPIDocument)
+	return openapitest.New(nmauth.OpenAPI(nmauth.WireSpec))
 })
 
 // checkOpenAPI fails the test when an exchange departs from the document.
@@ -32,10 +33,10 @@ func checkOpenAPI(t *testing.T, req *http.Request, sent []byte, r reply) {
 // TestOpenAPIServed checks that GET /openapi.yaml answers the document the
 // tests check against, and that it describes the routes nmauthd serves.
 func TestOpenAPIServed(t *testing.T) {
-	srv := httptest.NewServer(newMux(newTestAuthenticator(t)))
+	srv := httptest.NewServer(newMux(newTestAuthenticator(t), nmauth.WireSpec))
 	defer srv.Close()
 	r := callURL(t, "GET", srv.URL+"/openapi.yaml", "", nil)
-	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/yaml" || string(r.body) != string(openAPIDocument) {
+	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/yaml" || string(r.body) != string(nmauth.OpenAPI(nmauth.WireSpec)) {
 		t.Fatalf("GET /openapi.yaml: %d %q, %d bytes", r.status, r.header.Get("Content-Type"), len(r.body))
 	}
 	for _, route := range []string{"/api/hosts/adm/authenticate:", "/api/users/adm/authenticate:",

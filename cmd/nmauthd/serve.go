@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/cors"
+
 	"github.com/nmauth/nmauth"
 )
 
@@ -31,12 +33,12 @@ const (
 // bearer-protected GET /api/whoami, GET /healthz, GET /openapi.yaml, and the
 // demo page at GET / with its assets. More routes can be added to the
 // returned mux.
-func newMux(auth *nmauth.Authenticator) *http.ServeMux {
+func newMux(auth *nmauth.Authenticator, wire nmauth.WireProfile) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler())
 	mux.Handle("GET /api/whoami", auth.Middleware(http.HandlerFunc(serveWhoami)))
 	mux.HandleFunc("GET /healthz", serveHealthz)
-	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
+	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI(wire))
 	mux.HandleFunc("GET /{$}", servePage)
 	mux.HandleFunc("GET /assets/", serveAsset)
 	return mux
@@ -82,10 +84,14 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	if err != nil {
 		return err
 	}
+	wire, err := nmauth.ParseWireProfile(o.wire)
+	if err != nil {
+		return fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
+	}
 	var m *metrics
 	var instrument func(*nmauth.Config)
 	if o.metricsAddr != "" {
-		if m, err = newMetrics(); err != nil {
+		if m, err = newMetrics(wire); err != nil {
 			return err
 		}
 		instrument = m.instrument
@@ -114,12 +120,33 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		}
 	}
 	c.log.Info("listening", "addr", ln.Addr().String(), "db", b.db.name,
-		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev)
-	var h http.Handler = newMux(b.auth)
+		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev,
+		"wire", o.wire, "cors_origins", o.corsOrigins.String())
+	var h http.Handler = newMux(b.auth, wire)
 	if m != nil {
 		h = m.handler(h)
 	}
+	h = withCORS(h, o.corsOrigins)
 	return runServer(ctx, newHTTPServer(logRequests(c.log, h), c.log), ln, c.log)
+}
+
+// corsHeaders are the request headers a web UI on another origin may send:
+// the bearer, the JSON body, and the two headers Netmaker's UI adds.
+var corsHeaders = []string{"Authorization", "Content-Type", "From-Ui", "X-Application-Name"}
+
+// withCORS lets web pages from origins call h; with none, h is unchanged
+// and browsers keep other origins out. No cookies are involved: the
+// credential travels in the Authorization header.
+func withCORS(h http.Handler, origins []string) http.Handler {
+	if len(origins) == 0 {
+		return h
+	}
+	return cors.New(cors.Options{
+		AllowedOrigins: origins,
+		AllowedMethods: []string{http.MethodGet, http.MethodPost},
+		AllowedHeaders: corsHeaders,
+		MaxAge:         600,
+	}).Handler(h)
 }
 
 func listen(addr string, dev bool) (net.Listener, error) {
@@ -192,12 +219,19 @@ func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.Master
 	if err != nil {
 		return nil, err
 	}
+	wire, err := nmauth.ParseWireProfile(o.wire)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
+	}
 	cfg := nmauth.Config{
-		Store:     db,
-		Secrets:   secrets.secrets,
-		MasterKey: master,
-		OnEvent:   auditLogger(c.log),
-		Logger:    c.log,
+		Store:      db,
+		Secrets:    secrets.secrets,
+		MasterKey:  master,
+		Wire:       wire,
+		NodeMember: db.isMember,
+		OnEvent:    auditLogger(c.log),
+		Logger:     c.log,
 	}
 	if instrument != nil {
 		instrument(&cfg)

@@ -33,7 +33,7 @@ func newTestAuthenticator(t *testing.T) *nmauth.Authenticator {
 func TestMux(t *testing.T) {
 	var logBuf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logBuf, nil))
-	srv := httptest.NewServer(logRequests(log, newMux(newTestAuthenticator(t))))
+	srv := httptest.NewServer(logRequests(log, newMux(newTestAuthenticator(t), nmauth.WireSpec)))
 	defer srv.Close()
 
 	cases := []struct {

@@ -23,7 +23,8 @@ const openTimeout = 30 * time.Second
 // database is the store behind --db.
 type database struct {
 	*nmauth.SQLStore
-	db *sql.DB
+	db      *sql.DB
+	dialect nmauth.Dialect
 	// name is safe to log: the SQLite path, or the URL without password.
 	name string
 }
@@ -75,11 +76,57 @@ func openSQLite(ctx context.Context, path string) (*database, error) {
 
 func newDatabase(ctx context.Context, db *sql.DB, d nmauth.Dialect, name string) (*database, error) {
 	st, err := nmauth.NewSQLStore(ctx, db, d)
+	if err == nil {
+		_, err = db.ExecContext(ctx, createMemberships)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening database %s: %w", name, err)
 	}
-	return &database{SQLStore: st, db: db, name: name}, nil
+	return &database{SQLStore: st, db: db, dialect: d, name: name}, nil
+}
+
+// createMemberships makes nmauthd's own table beside the Store's: which
+// host is a member of which network, for node login. The library leaves
+// membership to the application; this is the demo server's answer.
+const createMemberships = `CREATE TABLE IF NOT EXISTS nmauthd_memberships (
+	network TEXT NOT NULL,
+	host_id TEXT NOT NULL,
+	PRIMARY KEY (network, host_id)
+)`
+
+// query rewrites the ? placeholders of q as $1, $2, … for PostgreSQL.
+func (d *database) query(q string) string {
+	if d.dialect != nmauth.DialectPostgres {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// addMembership makes a host a member of a network; once is enough.
+func (d *database) addMembership(ctx context.Context, network, hostID string) error {
+	_, err := d.db.ExecContext(ctx, d.query(`INSERT INTO nmauthd_memberships (network, host_id) VALUES (?, ?) ON CONFLICT DO NOTHING`), network, hostID)
+	return err
+}
+
+// isMember is the Config.NodeMember of nmauthd.
+func (d *database) isMember(ctx context.Context, network, hostID string) (bool, error) {
+	var one int
+	err := d.db.QueryRowContext(ctx, d.query(`SELECT 1 FROM nmauthd_memberships WHERE network = ? AND host_id = ?`), network, hostID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // createPrivateFile makes an empty database file readable by its owner

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/nmauth/nmauth"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,7 +19,7 @@ const wantPageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; im
 
 func newPageServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(newMux(newTestAuthenticator(t)))
+	srv := httptest.NewServer(newMux(newTestAuthenticator(t), nmauth.WireSpec))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -1,0 +1,188 @@
+package nmauth
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/google/uuid"
+)
+
+// WireProfile chooses the bytes the handler writes: the spec's field names
+// or those of Netmaker's own server. It changes only the bytes on the wire,
+// never what is checked or how long anything lives.
+type WireProfile int
+
+const (
+	// WireSpec writes the spec's format: the envelope {code, message,
+	// response} with authToken, userName and preAuthToken inside, and bare
+	// init-totp and verify-totp answers. It is the zero value.
+	WireSpec WireProfile = iota
+	// WireNetmaker writes what Netmaker's server writes, so that its
+	// clients (netclient, nmctl, the web UI) work unchanged: every answer
+	// is the envelope {Code, Message, Response}; logins answer
+	// {ID, AuthToken} for hosts and nodes and {UserName, AuthToken} for
+	// users, or {user_name, pre_auth_token} when TOTP is required; errors
+	// carry "Response":null. Host ids are UUIDs, and an unknown host id
+	// answers 400 as Netmaker does.
+	WireNetmaker
+)
+
+// String returns the name [ParseWireProfile] accepts.
+func (p WireProfile) String() string {
+	switch p {
+	case WireSpec:
+		return "spec"
+	case WireNetmaker:
+		return "netmaker"
+	}
+	return fmt.Sprintf("WireProfile(%d)", int(p))
+}
+
+// ParseWireProfile returns the profile named "spec" or "netmaker".
+func ParseWireProfile(name string) (WireProfile, error) {
+	for _, p := range []WireProfile{WireSpec, WireNetmaker} {
+		if name == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("nmauth: unknown wire profile %q (want spec or netmaker)", name)
+}
+
+// answerKind says which route an answer is for: the same value is written
+// differently by route and profile.
+type answerKind int
+
+const (
+	answerHostLogin answerKind = iota
+	answerNodeLogin
+	answerUserLogin
+	answerInitTOTP
+	answerCompleteTOTP
+	answerVerifyTOTP
+)
+
+// netmakerEnvelope is the envelope of Netmaker's server: its Go field
+// names, no tags, and Response always present.
+type netmakerEnvelope struct {
+	Code     int
+	Message  string
+	Response any
+}
+
+// netmakerLogin is the answer of a Netmaker host or node login.
+type netmakerLogin struct {
+	ID        string
+	AuthToken string
+}
+
+// netmakerUserLogin is the answer of a Netmaker user login without TOTP
+// and of verify-totp. RecoveryCodesLeft is nmauth's own and only present
+// after a recovery code was used; clients that do not know it skip it.
+type netmakerUserLogin struct {
+	UserName          string
+	AuthToken         string
+	RecoveryCodesLeft *int `json:",omitempty"`
+}
+
+// netmakerPreAuth is the answer of a Netmaker user login with TOTP on.
+type netmakerPreAuth struct {
+	UserName     string `json:"user_name"`
+	PreAuthToken string `json:"pre_auth_token"`
+}
+
+// writeAnswer writes a successful answer in the configured profile. It is
+// the only place that decides the bytes of a success.
+func (a *Authenticator) writeAnswer(w http.ResponseWriter, kind answerKind, v any) {
+	if a.cfg.Wire == WireNetmaker {
+		writeJSON(w, http.StatusOK, netmakerEnvelope{Code: http.StatusOK, Message: answerMessage(kind, v), Response: netmakerPayload(v)})
+		return
+	}
+	switch kind {
+	case answerInitTOTP, answerVerifyTOTP:
+		writeJSON(w, http.StatusOK, v)
+	default:
+		writeJSON(w, http.StatusOK, Envelope{Code: http.StatusOK, Message: answerMessage(kind, v), Response: v})
+	}
+}
+
+// netmakerPayload is what Netmaker's server puts in Response for v.
+// Enrollment and Completion carry their own tags, which match.
+func netmakerPayload(v any) any {
+	switch v := v.(type) {
+	case HostLogin:
+		return netmakerLogin{ID: v.ID, AuthToken: v.AuthToken}
+	case NodeLogin:
+		return netmakerLogin{ID: v.ID, AuthToken: v.AuthToken}
+	case UserLogin:
+		if v.TOTPRequired {
+			return netmakerPreAuth{UserName: v.UserName, PreAuthToken: v.PreAuthToken}
+		}
+		return netmakerUserLogin{UserName: v.UserName, AuthToken: v.AuthToken, RecoveryCodesLeft: v.RecoveryCodesLeft}
+	}
+	return v
+}
+
+// answerMessage is the message of a successful answer.
+func answerMessage(kind answerKind, v any) string {
+	switch kind {
+	case answerHostLogin:
+		return "host authenticated"
+	case answerNodeLogin:
+		return "node authenticated"
+	case answerUserLogin:
+		if u, _ := v.(UserLogin); u.TOTPRequired {
+			return "TOTP required: send a code to verify-totp with the pre-auth token"
+		}
+		return "user authenticated"
+	case answerInitTOTP:
+		return "TOTP enrollment started"
+	case answerCompleteTOTP:
+		return "TOTP enabled"
+	case answerVerifyTOTP:
+		return "user authenticated with TOTP"
+	}
+	return "ok"
+}
+
+// wireError gives an error its status and message in the configured
+// profile: [errorStatus], except that Netmaker's clients are told an
+// unknown host apart from a wrong password with 400, as Netmaker's server
+// does. The body is the profile's envelope.
+func (a *Authenticator) wireError(err error) (int, any) {
+	status, msg := errorStatus(err)
+	if a.cfg.Wire != WireNetmaker {
+		return status, Envelope{Code: status, Message: msg}
+	}
+	if errors.Is(err, ErrUnknownHost) {
+		status, msg = http.StatusBadRequest, "unknown host"
+	}
+	return status, netmakerEnvelope{Code: status, Message: msg}
+}
+
+// wireHostID prepares a host id from a login body. Netmaker's host and
+// node ids are UUIDs, matched in any case: the canonical lower-case form is
+// what the Store is asked for, and anything else is [ErrInvalidHost].
+func (a *Authenticator) wireHostID(id string) (string, error) {
+	if a.cfg.Wire != WireNetmaker {
+		return id, nil
+	}
+	if len(id) != 36 {
+		return "", ErrInvalidHost
+	}
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return "", ErrInvalidHost
+	}
+	return u.String(), nil
+}
+
+// nodeLoginPaths are the node login routes: the spec's, and in the
+// Netmaker profile also the one netclient's older releases call.
+func (a *Authenticator) nodeLoginPaths() []string {
+	paths := []string{"/api/nodes/{network}/authenticate"}
+	if a.cfg.Wire == WireNetmaker {
+		paths = append(paths, "/api/nodes/adm/{network}/authenticate")
+	}
+	return paths
+}
