@@ -8,6 +8,7 @@
 //	nmauthd user disable NAME
 //	nmauthd user totp-reset NAME
 //	nmauthd host add ID [--mac MAC] password from stdin, or generated and printed
+//	nmauthd host list
 //	nmauthd reseal                 seal TOTP secrets under the first root secret
 //
 // Every command takes --db (a SQLite path or a postgres:// URL) and
