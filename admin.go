@@ -169,35 +169,55 @@ func (a *Authenticator) RecoveryCodesLeft(ctx context.Context, username string) 
 // already under the first key are left alone. Each user is updated
 // atomically, so it is safe while the service runs.
 func (a *Authenticator) ResealTOTPSecrets(ctx context.Context) (int, error) {
-	users, err := a.store.ListUsers(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, listed := range users {
-		if !listed.TOTPEnabled() || a.ring.sealedBySigner(listed.TOTPSecret) {
-			continue
+	n, after := 0, ""
+	for {
+		users, err := a.store.ListUsers(ctx, after, resealPage)
+		if err != nil {
+			return n, err
 		}
-		err := a.store.UpdateUser(ctx, listed.Name, func(u *User) error {
-			if !u.TOTPEnabled() || a.ring.sealedBySigner(u.TOTPSecret) {
-				return errAlreadySealed
-			}
-			secret, err := a.ring.openTOTP(u.Name, u.TOTPSecret)
+		for _, listed := range users {
+			sealed, err := a.reseal(ctx, listed)
 			if err != nil {
-				return err
+				return n, err
 			}
-			u.TOTPSecret, err = a.ring.sealTOTP(a.cfg.Rand, u.Name, secret)
-			return err
-		})
-		switch {
-		case err == nil:
-			n++
-		case errors.Is(err, errAlreadySealed), errors.Is(err, ErrNotFound):
-		default:
-			return n, fmt.Errorf("nmauth: reseal totp secret of %q: %w", listed.Name, err)
+			if sealed {
+				n++
+			}
 		}
+		if len(users) < resealPage {
+			return n, nil
+		}
+		after = users[len(users)-1].Name
 	}
-	return n, nil
+}
+
+// resealPage is how many users ResealTOTPSecrets reads at a time.
+const resealPage = 500
+
+// reseal seals listed's TOTP secret again under the first root secret
+// unless it is off or already there, and reports whether it did.
+func (a *Authenticator) reseal(ctx context.Context, listed User) (bool, error) {
+	if !listed.TOTPEnabled() || a.ring.sealedBySigner(listed.TOTPSecret) {
+		return false, nil
+	}
+	err := a.store.UpdateUser(ctx, listed.Name, func(u *User) error {
+		if !u.TOTPEnabled() || a.ring.sealedBySigner(u.TOTPSecret) {
+			return errAlreadySealed
+		}
+		secret, err := a.ring.openTOTP(u.Name, u.TOTPSecret)
+		if err != nil {
+			return err
+		}
+		u.TOTPSecret, err = a.ring.sealTOTP(a.cfg.Rand, u.Name, secret)
+		return err
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, errAlreadySealed), errors.Is(err, ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("nmauth: reseal totp secret of %q: %w", listed.Name, err)
 }
 
 // errAlreadySealed stops an update that another process has already done.

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -210,7 +211,7 @@ func (s *storeState) host(id string, change func(*nmauth.Host)) {
 func (s *watchedStore) snapshot(t testing.TB) storeState {
 	t.Helper()
 	ctx := context.Background()
-	users, err := s.ListUsers(ctx)
+	users, err := s.ListUsers(ctx, "", math.MaxInt32)
 	if err != nil {
 		t.Fatal(err)
 	}

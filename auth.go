@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -61,14 +60,26 @@ type Config struct {
 	// beyond it a login fails at once with [ErrOverloaded]. Defaults to 64.
 	PasswordHashQueue int
 
-	// StatusCacheTTL is how long the bearer check trusts what it last read
-	// of a user's or host's standing (deleted, disabled, revoked) before it
-	// reads the Store again. Changes made through this Authenticator take
-	// effect at once; changes made elsewhere within this time. Defaults to
-	// 2 seconds; a negative value reads the Store on every check.
+	// StatusCacheTTL is the longest time the bearer check trusts what it
+	// last read of a user's or host's standing (deleted, disabled,
+	// revoked) before it reads the Store again; each account's entry lives
+	// a random time between half of it and all of it, so that accounts
+	// read together do not all go back to the Store together. Changes made
+	// through this Authenticator take effect at once; changes made
+	// elsewhere within this time. Defaults to 2 seconds; a negative value
+	// reads the Store on every check.
 	StatusCacheTTL time.Duration
+	// StatusCacheSize bounds how many accounts' standing the bearer check
+	// remembers; past it the accounts least likely to be checked again are
+	// dropped one by one. Defaults to 200000; a negative value reads the
+	// Store on every check.
+	StatusCacheSize int
 	// TokenCacheSize bounds how many verified tokens the bearer check
-	// remembers. Defaults to 10000; a negative value disables the cache.
+	// remembers, each until its token expires; past it the tokens least
+	// likely to be presented again are dropped one by one. Defaults to
+	// 200000, which holds the tokens of a fleet of 100000 hosts, each with
+	// the token it uses and the one it logs in for next; a negative value
+	// disables the cache.
 	TokenCacheSize int
 
 	// ClientRate is how many login and verify-totp attempts per second
@@ -134,7 +145,10 @@ func (c *Config) setDefaults() {
 		c.ClientBurst = 20
 	}
 	if c.TokenCacheSize == 0 {
-		c.TokenCacheSize = 10000
+		c.TokenCacheSize = 200000
+	}
+	if c.StatusCacheSize == 0 {
+		c.StatusCacheSize = 200000
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -198,7 +212,7 @@ type Authenticator struct {
 	preAuth *tokenVerifier
 	hasher  *passwordHasher
 	tokens  *tokenCache
-	status  *statusCache
+	status  *statusCache[accountStatus]
 	clients *clientLimiter
 	log     *slog.Logger
 }
@@ -235,8 +249,8 @@ func New(cfg Config) (*Authenticator, error) {
 		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
 		preAuth: newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
 		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),
-		tokens:  newTokenCache(cfg.TokenCacheSize),
-		status:  newStatusCache(cfg.StatusCacheTTL),
+		tokens:  newTokenCache(cfg.TokenCacheSize, cfg.Now),
+		status:  newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(cfg.Store)),
 		clients: newClientLimiter(cfg.ClientRate, cfg.ClientBurst, cfg.TrustedProxies),
 		log:     cfg.Logger,
 	}
@@ -578,73 +592,6 @@ func (a *Authenticator) IssueNodeToken(network, nodeID string) (string, error) {
 	return tok, err
 }
 
-// CheckBearer checks one bearer credential: the master key, or a user, host
-// or node token this Authenticator issued. A pre-auth token is refused here.
-// A user or host token is refused once its account is deleted, disabled or
-// revoked.
-func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Principal, error) {
-	if credential == "" {
-		return Principal{}, ErrUnauthenticated
-	}
-	now := a.now()
-	p, ok := a.tokens.get(credential)
-	if !ok {
-		if a.cfg.MasterKey.Check(credential) {
-			a.emit(Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
-			return Principal{Kind: KindMaster, Name: "master"}, nil
-		}
-		var err error
-		if p, err = a.parseBearer(credential); err != nil {
-			return Principal{}, err
-		}
-		a.tokens.put(credential, p, now)
-	}
-	if !now.Before(p.ExpiresAt) {
-		return Principal{}, ErrUnauthenticated
-	}
-	if err := a.checkStanding(ctx, p, now); err != nil {
-		return Principal{}, err
-	}
-	return p, nil
-}
-
-func (a *Authenticator) parseBearer(token string) (Principal, error) {
-	c, kind, err := a.bearer.verify(token)
-	if err != nil {
-		return Principal{}, err
-	}
-	return Principal{
-		Kind:      kind.principalKind(),
-		Name:      c.Subject,
-		Network:   c.Network,
-		TOTP:      c.TOTP,
-		IssuedAt:  c.IssuedAt.Time,
-		ExpiresAt: c.ExpiresAt.Time,
-	}, nil
-}
-
-// checkStanding refuses a token whose user or host is gone, disabled, or
-// revoked after the token was issued.
-func (a *Authenticator) checkStanding(ctx context.Context, p Principal, now time.Time) error {
-	var st accountStatus
-	var err error
-	switch p.Kind {
-	case KindUser:
-		st, err = a.status.user(ctx, a.store, p.Name, now)
-	case KindHost:
-		st, err = a.status.host(ctx, a.store, p.Name, now)
-	default:
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !st.active || p.IssuedAt.Before(st.validAfter) {
-		return ErrUnauthenticated
-	}
-	return nil
-}
-
 // safeName bounds a name taken from a request before it reaches a log
 // line or an event.
 func safeName(s string) string {
@@ -671,79 +618,4 @@ func passwordDelay(n int) time.Duration {
 		return 0
 	}
 	return min(time.Second<<min(n-free, 16), max)
-}
-
-// accountStatus is what the bearer check needs to know of an account.
-type accountStatus struct {
-	fetched    time.Time
-	active     bool
-	validAfter time.Time
-}
-
-// statusCache keeps account standing for a short time so that the bearer
-// check does not read the Store on every request.
-type statusCache struct {
-	ttl   time.Duration
-	mu    sync.RWMutex
-	users map[string]accountStatus
-	hosts map[string]accountStatus
-}
-
-// statusCacheMax bounds each map; past it the cache starts afresh.
-const statusCacheMax = 100000
-
-func newStatusCache(ttl time.Duration) *statusCache {
-	return &statusCache{ttl: ttl, users: map[string]accountStatus{}, hosts: map[string]accountStatus{}}
-}
-
-func (c *statusCache) user(ctx context.Context, s Store, name string, now time.Time) (accountStatus, error) {
-	return c.lookup(c.users, name, now, func() (accountStatus, error) {
-		u, err := s.GetUser(ctx, name)
-		return accountStatus{active: err == nil && !u.Disabled, validAfter: u.TokensValidAfter}, err
-	})
-}
-
-func (c *statusCache) host(ctx context.Context, s Store, id string, now time.Time) (accountStatus, error) {
-	return c.lookup(c.hosts, id, now, func() (accountStatus, error) {
-		h, err := s.GetHost(ctx, id)
-		return accountStatus{active: err == nil && !h.Disabled, validAfter: h.TokensValidAfter}, err
-	})
-}
-
-func (c *statusCache) lookup(m map[string]accountStatus, key string, now time.Time, load func() (accountStatus, error)) (accountStatus, error) {
-	if c.ttl > 0 {
-		c.mu.RLock()
-		st, ok := m[key]
-		c.mu.RUnlock()
-		if ok && now.Sub(st.fetched) < c.ttl && !now.Before(st.fetched) {
-			return st, nil
-		}
-	}
-	st, err := load()
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return accountStatus{}, err
-	}
-	st.fetched = now
-	if c.ttl > 0 {
-		c.mu.Lock()
-		if len(m) >= statusCacheMax {
-			clear(m)
-		}
-		m[key] = st
-		c.mu.Unlock()
-	}
-	return st, nil
-}
-
-// forget drops what the cache knows of a user or host, after a change made
-// through this Authenticator.
-func (c *statusCache) forget(kind PrincipalKind, key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch kind {
-	case KindUser:
-		delete(c.users, key)
-	case KindHost:
-		delete(c.hosts, key)
-	}
 }

@@ -403,7 +403,7 @@ type benchTOTPUser struct {
 
 // enrollBenchUsers stores n users with TOTP on, their secrets sealed as
 // complete-totp seals them.
-func enrollBenchUsers(b *testing.B, a *Authenticator, store *MemoryStore, n int) []benchTOTPUser {
+func enrollBenchUsers(b *testing.B, a *Authenticator, store Store, n int) []benchTOTPUser {
 	b.Helper()
 	users := make([]benchTOTPUser, n)
 	for i := range users {
@@ -433,11 +433,17 @@ type pendingVerification struct {
 // the password check, and the codes from pquerna/otp, not from this
 // package.
 func BenchmarkVerifyTOTP(b *testing.B) {
-	ctx := context.Background()
 	store := NewMemoryStore()
 	clock := newStepClock()
 	a := benchAuth(b, store, func(c *Config) { c.Now = clock.Now })
 	users := enrollBenchUsers(b, a, store, totpBenchUsers)
+	benchVerifyTOTP(b, a, clock, users)
+}
+
+// benchVerifyTOTP runs b.N verifications of users, whose Authenticator a
+// runs on clock.
+func benchVerifyTOTP(b *testing.B, a *Authenticator, clock *stepClock, users []benchTOTPUser) {
+	ctx := context.Background()
 	opts := totp.ValidateOpts{Period: totpPeriod, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
 	prepare := func(n int) []pendingVerification {
 		clock.tick()

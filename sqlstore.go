@@ -1,13 +1,11 @@
 package nmauth
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -135,27 +133,11 @@ func (s *SQLStore) GetUser(ctx context.Context, name string) (User, error) {
 	return u, nil
 }
 
-// ListUsers implements [Store]; users come sorted by name, byte by byte,
-// whatever the collation of the database.
-func (s *SQLStore) ListUsers(ctx context.Context) ([]User, error) {
-	rows, err := s.db.QueryContext(ctx, s.q.listUsers)
-	if err != nil {
-		return nil, wrapSQL("list users", err)
-	}
-	defer rows.Close()
-	users := []User{}
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, wrapSQL("list users", err)
-		}
-		users = append(users, u)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrapSQL("list users", err)
-	}
-	slices.SortFunc(users, func(a, b User) int { return cmp.Compare(a.Name, b.Name) })
-	return users, nil
+// ListUsers implements [Store] with one keyset query: the page starts
+// after the last key of the one before, found in the key's index, so every
+// page costs the same however deep into the table it is.
+func (s *SQLStore) ListUsers(ctx context.Context, after string, limit int) ([]User, error) {
+	return listPage(ctx, s.db, "list users", s.q.listUsers, after, limit, scanUser)
 }
 
 // CreateUser implements [Store].
@@ -203,6 +185,36 @@ func (s *SQLStore) GetHost(ctx context.Context, id string) (Host, error) {
 		return Host{}, readErr("get host", err)
 	}
 	return h, nil
+}
+
+// ListHosts implements [Store] as ListUsers does.
+func (s *SQLStore) ListHosts(ctx context.Context, after string, limit int) ([]Host, error) {
+	return listPage(ctx, s.db, "list hosts", s.q.listHosts, after, limit, scanHost)
+}
+
+// listPage runs a page query, whose arguments are after and limit, and
+// scans its rows.
+func listPage[T any](ctx context.Context, db *sql.DB, what, query, after string, limit int, scan func(rowScanner) (T, error)) ([]T, error) {
+	if limit <= 0 {
+		return []T{}, ctx.Err()
+	}
+	rows, err := db.QueryContext(ctx, query, after, limit)
+	if err != nil {
+		return nil, wrapSQL(what, err)
+	}
+	defer rows.Close()
+	out := make([]T, 0, min(limit, 1024))
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, wrapSQL(what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapSQL(what, err)
+	}
+	return out, nil
 }
 
 // CreateHost implements [Store].
@@ -402,6 +414,16 @@ var sqlMigrations = []func(Dialect) []string{
 )`,
 		}
 	},
+	func(d Dialect) []string {
+		if d != DialectPostgres {
+			// The primary key's index is already in byte order.
+			return nil
+		}
+		return []string{
+			`CREATE INDEX nmauth_users_name_bytes ON nmauth_users (name COLLATE "C")`,
+			`CREATE INDEX nmauth_hosts_id_bytes ON nmauth_hosts (id COLLATE "C")`,
+		}
+	},
 }
 
 // The column lists put the key first; userArgs, hostArgs, scanUser and
@@ -427,7 +449,7 @@ type sqlQueries struct {
 	dialect                            Dialect
 	getUser, lockUser, listUsers       string
 	insertUser, updateUser, deleteUser string
-	getHost, lockHost                  string
+	getHost, lockHost, listHosts       string
 	insertHost, updateHost, deleteHost string
 }
 
@@ -442,7 +464,7 @@ func newSQLQueries(d Dialect) sqlQueries {
 	users := strings.Join(sqlUserColumns, ", ")
 	q.getUser = q.rebind("SELECT " + users + " FROM nmauth_users WHERE name = ?")
 	q.lockUser = q.getUser + forUpdate
-	q.listUsers = "SELECT " + users + " FROM nmauth_users"
+	q.listUsers = q.rebind(pageSQL("nmauth_users", users, "name", d))
 	q.insertUser = q.rebind(insertSQL("nmauth_users", sqlUserColumns))
 	q.updateUser = q.rebind(updateSQL("nmauth_users", sqlUserColumns))
 	q.deleteUser = q.rebind("DELETE FROM nmauth_users WHERE name = ?")
@@ -450,10 +472,23 @@ func newSQLQueries(d Dialect) sqlQueries {
 	hosts := strings.Join(sqlHostColumns, ", ")
 	q.getHost = q.rebind("SELECT " + hosts + " FROM nmauth_hosts WHERE id = ?")
 	q.lockHost = q.getHost + forUpdate
+	q.listHosts = q.rebind(pageSQL("nmauth_hosts", hosts, "id", d))
 	q.insertHost = q.rebind(insertSQL("nmauth_hosts", sqlHostColumns))
 	q.updateHost = q.rebind(updateSQL("nmauth_hosts", sqlHostColumns))
 	q.deleteHost = q.rebind("DELETE FROM nmauth_hosts WHERE id = ?")
 	return q
+}
+
+// pageSQL selects the page of a table after a key. SQLite compares TEXT
+// byte by byte by default; PostgreSQL compares by the database's collation
+// unless told "C", which is byte order for UTF-8 and is the collation of
+// the index that the second migration adds for this query.
+func pageSQL(table, cols, key string, d Dialect) string {
+	k := key
+	if d == DialectPostgres {
+		k = key + ` COLLATE "C"`
+	}
+	return "SELECT " + cols + " FROM " + table + " WHERE " + k + " > ? ORDER BY " + k + " LIMIT ?"
 }
 
 // insertSQL inserts every column; the first column is the key.

@@ -166,7 +166,7 @@ func testSQLSecondHandle(t *testing.T, d nmauth.Dialect, fresh func(*testing.T) 
 	if _, err := b.GetUser(ctx, "alice"); !errors.Is(err, nmauth.ErrNotFound) {
 		t.Errorf("second handle GetUser(deleted) = %v, want ErrNotFound", err)
 	}
-	if users, err := b.ListUsers(ctx); err != nil || len(users) != 0 {
+	if users, err := b.ListUsers(ctx, "", 10); err != nil || len(users) != 0 {
 		t.Errorf("second handle ListUsers = %d users, %v; want 0, nil", len(users), err)
 	}
 }

@@ -3,8 +3,8 @@ package nmauth
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 )
@@ -93,15 +93,26 @@ type Host struct {
 // not call the Store (it runs holding the record's lock). fn cannot move a
 // record: a change to its key is ignored.
 //
+// ListUsers and ListHosts read the records a page at a time, so that a
+// caller can walk a million of them in flat memory: each returns the
+// records whose key is greater than after in byte order (an empty after
+// starts at the first), at most limit of them, sorted by key in byte
+// order, whatever the collation of a database. A page shorter than limit
+// is the last; the key of a page's last record is the after of the next.
+// A limit of zero or less returns no records. Records created or deleted
+// while a caller pages are seen or not, depending on where their keys
+// fall.
+//
 // Stores return copies: mutating a returned record never changes the Store.
 type Store interface {
 	GetUser(ctx context.Context, name string) (User, error)
-	ListUsers(ctx context.Context) ([]User, error)
+	ListUsers(ctx context.Context, after string, limit int) ([]User, error)
 	CreateUser(ctx context.Context, u User) error
 	UpdateUser(ctx context.Context, name string, fn func(*User) error) error
 	DeleteUser(ctx context.Context, name string) error
 
 	GetHost(ctx context.Context, id string) (Host, error)
+	ListHosts(ctx context.Context, after string, limit int) ([]Host, error)
 	CreateHost(ctx context.Context, h Host) error
 	UpdateHost(ctx context.Context, id string, fn func(*Host) error) error
 	DeleteHost(ctx context.Context, id string) error
@@ -114,6 +125,10 @@ type MemoryStore struct {
 	mu    sync.Mutex
 	users map[string]User
 	hosts map[string]Host
+	// userKeys and hostKeys are the keys in byte order, for paging; they
+	// are sorted again only by the first page read after a create or a
+	// delete, so that walking a large store sorts it once.
+	userKeys, hostKeys sortedKeys
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -135,18 +150,18 @@ func (s *MemoryStore) GetUser(ctx context.Context, name string) (User, error) {
 	return cloneUser(u), nil
 }
 
-// ListUsers implements [Store]; users come sorted by name.
-func (s *MemoryStore) ListUsers(ctx context.Context) ([]User, error) {
+// ListUsers implements [Store].
+func (s *MemoryStore) ListUsers(ctx context.Context, after string, limit int) ([]User, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	users := make([]User, 0, len(s.users))
-	for _, u := range s.users {
-		users = append(users, cloneUser(u))
+	keys := pageKeys(&s.userKeys, s.users, after, limit)
+	users := make([]User, len(keys))
+	for i, k := range keys {
+		users[i] = cloneUser(s.users[k])
 	}
-	sort.Slice(users, func(i, j int) bool { return users[i].Name < users[j].Name })
 	return users, nil
 }
 
@@ -164,6 +179,7 @@ func (s *MemoryStore) CreateUser(ctx context.Context, u User) error {
 		s.users = make(map[string]User)
 	}
 	s.users[u.Name] = cloneUser(u)
+	s.userKeys.stale = true
 	return nil
 }
 
@@ -194,7 +210,10 @@ func (s *MemoryStore) DeleteUser(ctx context.Context, name string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.users, name)
+	if _, ok := s.users[name]; ok {
+		delete(s.users, name)
+		s.userKeys.stale = true
+	}
 	return nil
 }
 
@@ -212,6 +231,21 @@ func (s *MemoryStore) GetHost(ctx context.Context, id string) (Host, error) {
 	return h, nil
 }
 
+// ListHosts implements [Store].
+func (s *MemoryStore) ListHosts(ctx context.Context, after string, limit int) ([]Host, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := pageKeys(&s.hostKeys, s.hosts, after, limit)
+	hosts := make([]Host, len(keys))
+	for i, k := range keys {
+		hosts[i] = s.hosts[k]
+	}
+	return hosts, nil
+}
+
 // CreateHost implements [Store].
 func (s *MemoryStore) CreateHost(ctx context.Context, h Host) error {
 	if err := ctx.Err(); err != nil {
@@ -226,6 +260,7 @@ func (s *MemoryStore) CreateHost(ctx context.Context, h Host) error {
 		s.hosts = make(map[string]Host)
 	}
 	s.hosts[h.ID] = h
+	s.hostKeys.stale = true
 	return nil
 }
 
@@ -255,7 +290,10 @@ func (s *MemoryStore) DeleteHost(ctx context.Context, id string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.hosts, id)
+	if _, ok := s.hosts[id]; ok {
+		delete(s.hosts, id)
+		s.hostKeys.stale = true
+	}
 	return nil
 }
 
@@ -265,4 +303,29 @@ func cloneUser(u User) User {
 	u.TOTPSecret = slices.Clone(u.TOTPSecret)
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
 	return u
+}
+
+// sortedKeys keeps the keys of one map of a MemoryStore in byte order.
+// stale marks that the map has gained or lost a key since they were
+// sorted.
+type sortedKeys struct {
+	keys  []string
+	stale bool
+}
+
+// pageKeys returns the keys of m greater than after, at most limit of
+// them, sorting k first if it is stale. The caller holds the store's lock.
+func pageKeys[V any](k *sortedKeys, m map[string]V, after string, limit int) []string {
+	if limit <= 0 {
+		return nil
+	}
+	if k.stale || len(k.keys) != len(m) {
+		k.keys = slices.Sorted(maps.Keys(m))
+		k.stale = false
+	}
+	i, found := slices.BinarySearch(k.keys, after)
+	if found {
+		i++
+	}
+	return k.keys[i:min(i+limit, len(k.keys))]
 }

@@ -12,7 +12,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -306,53 +305,6 @@ func containsKind(kinds []tokenKind, k tokenKind) bool {
 		}
 	}
 	return false
-}
-
-// tokenCache remembers the principal of bearer tokens that verified, until
-// they expire, so the check on every request costs a map lookup rather than
-// a parse. Only tokens whose signature was verified are stored, and the
-// exact token string is the key, so a hit proves the same signature.
-type tokenCache struct {
-	mu      sync.RWMutex
-	entries map[string]Principal
-	max     int
-}
-
-func newTokenCache(max int) *tokenCache {
-	return &tokenCache{entries: make(map[string]Principal), max: max}
-}
-
-func (c *tokenCache) get(token string) (Principal, bool) {
-	if c.max <= 0 {
-		return Principal{}, false
-	}
-	c.mu.RLock()
-	p, ok := c.entries[token]
-	c.mu.RUnlock()
-	return p, ok
-}
-
-func (c *tokenCache) put(token string, p Principal, now time.Time) {
-	if c.max <= 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
-		// Drop expired entries first; if none, drop an arbitrary one.
-		for t, e := range c.entries {
-			if !now.Before(e.ExpiresAt) {
-				delete(c.entries, t)
-			}
-		}
-		for t := range c.entries {
-			if len(c.entries) < c.max {
-				break
-			}
-			delete(c.entries, t)
-		}
-	}
-	c.entries[token] = p
 }
 
 // enrollmentSignature binds an otpauth URL to one user until an expiry.

@@ -49,6 +49,8 @@ func Run(t *testing.T, newStore func(t *testing.T) nmauth.Store) {
 		{"UpdateAborts", testUpdateAborts},
 		{"ReturnsCopies", testReturnsCopies},
 		{"ListUsersSorted", testListUsersSorted},
+		{"PageUsers", testPageUsers},
+		{"PageHosts", testPageHosts},
 		{"Delete", testDelete},
 		{"ConcurrentStepCAS", testConcurrentStepCAS},
 		{"ConcurrentCounters", testConcurrentCounters},
@@ -343,7 +345,7 @@ func testReturnsCopies(t *testing.T, s nmauth.Store) {
 	got := mustGetUser(t, s, "alice")
 	scribble(&got)
 
-	list, err := s.ListUsers(ctx)
+	list, err := s.ListUsers(ctx, "", 10)
 	if err != nil {
 		t.Fatalf("ListUsers: %v", err)
 	}
@@ -368,7 +370,7 @@ func scribble(u *nmauth.User) {
 
 func testListUsersSorted(t *testing.T, s nmauth.Store) {
 	ctx := context.Background()
-	users, err := s.ListUsers(ctx)
+	users, err := s.ListUsers(ctx, "", 100)
 	if err != nil {
 		t.Fatalf("ListUsers(empty): %v", err)
 	}
@@ -384,7 +386,7 @@ func testListUsersSorted(t *testing.T, s nmauth.Store) {
 		}
 		mustCreateUser(t, s, bareUser(name))
 	}
-	users, err = s.ListUsers(ctx)
+	users, err = s.ListUsers(ctx, "", 100)
 	if err != nil {
 		t.Fatalf("ListUsers: %v", err)
 	}
@@ -399,6 +401,88 @@ func testListUsersSorted(t *testing.T, s nmauth.Store) {
 	}
 	if want := slices.Sorted(slices.Values(names)); !slices.Equal(got, want) {
 		t.Errorf("ListUsers names = %q, want %q", got, want)
+	}
+}
+
+func testPageUsers(t *testing.T, s nmauth.Store) {
+	testPaging(t, s.ListUsers, func(name string) { mustCreateUser(t, s, bareUser(name)) },
+		func(u nmauth.User) string { return u.Name })
+}
+
+func testPageHosts(t *testing.T, s nmauth.Store) {
+	testPaging(t, s.ListHosts, func(id string) { mustCreateHost(t, s, bareHost(id)) },
+		func(h nmauth.Host) string { return h.ID })
+}
+
+// testPaging checks one paged listing: list pages through the records that
+// create makes, and key names a record.
+func testPaging[T any](t *testing.T, list func(context.Context, string, int) ([]T, error), create func(string), key func(T) string) {
+	ctx := context.Background()
+	page := func(after string, limit int) []string {
+		t.Helper()
+		recs, err := list(ctx, after, limit)
+		if err != nil {
+			t.Fatalf("list(after %q, limit %d): %v", after, limit, err)
+		}
+		keys := make([]string, len(recs))
+		for i, r := range recs {
+			keys[i] = key(r)
+		}
+		return keys
+	}
+	if got := page("", 10); len(got) != 0 {
+		t.Fatalf("empty store: list = %q, want none", got)
+	}
+	// Byte order differs from most collations here: "k-Z" < "k-a" and
+	// "k-zoey" < "k-zoë".
+	keys := []string{"k-b", "k-zoë", "k-a", "k-Z", "k-10", "k-zoey", "k-9", "k-ålice", "k-c", "k-1", "k-zoe", "k-al"}
+	for _, k := range keys {
+		create(k)
+	}
+	want := slices.Sorted(slices.Values(keys))
+
+	for _, limit := range []int{1, 3, 4, 5, 12, 13, 1 << 30} {
+		var got []string
+		after, pages := "", 0
+		for {
+			p := page(after, limit)
+			if len(p) > limit {
+				t.Fatalf("limit %d: page of %d", limit, len(p))
+			}
+			got = append(got, p...)
+			if pages++; len(p) < limit || pages > len(keys)+1 {
+				break
+			}
+			after = p[len(p)-1]
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("limit %d: pages gave %q, want %q", limit, got, want)
+		}
+		// An exact multiple ends with an empty page.
+		if wantPages := len(keys)/limit + 1; limit <= len(keys) && pages != wantPages {
+			t.Errorf("limit %d: %d pages, want %d", limit, pages, wantPages)
+		}
+	}
+
+	cases := []struct {
+		after string
+		limit int
+		want  []string
+	}{
+		{"k-10", 3, []string{"k-9", "k-Z", "k-a"}},  // after a stored key
+		{"k-2", 2, []string{"k-9", "k-Z"}},          // after a key not stored
+		{"k-zoey", 5, []string{"k-zoë", "k-ålice"}}, // near the end
+		{"k-ålice", 5, nil},                         // after the last
+		{"zzz", 5, nil},                             // after everything
+		{"", 2, []string{"k-1", "k-10"}},            // from the start
+		{"", 0, nil},                                // no room
+		{"", -1, nil},                               // less than none
+		{"k-a\x01", 1, []string{"k-al"}},            // a byte above a stored key
+	}
+	for _, c := range cases {
+		if got := page(c.after, c.limit); !slices.Equal(got, c.want) {
+			t.Errorf("list(after %q, limit %d) = %q, want %q", c.after, c.limit, got, c.want)
+		}
 	}
 }
 
@@ -423,8 +507,11 @@ func testDelete(t *testing.T, s nmauth.Store) {
 	}
 	checkUser(t, mustGetUser(t, s, "bob"), fullUser("bob"))
 	checkHost(t, mustGetHost(t, s, "host-b"), fullHost("host-b"))
-	if list, err := s.ListUsers(ctx); err != nil || len(list) != 1 {
+	if list, err := s.ListUsers(ctx, "", 10); err != nil || len(list) != 1 {
 		t.Errorf("ListUsers after delete = %d users, %v; want 1, nil", len(list), err)
+	}
+	if list, err := s.ListHosts(ctx, "", 10); err != nil || len(list) != 1 {
+		t.Errorf("ListHosts after delete = %d hosts, %v; want 1, nil", len(list), err)
 	}
 
 	if err := s.DeleteUser(ctx, "alice"); err != nil {
@@ -551,7 +638,7 @@ func testCancelledUser(t *testing.T, s nmauth.Store) {
 		call func() error
 	}{
 		{"GetUser", func() error { _, err := s.GetUser(ctx, "alice"); return err }},
-		{"ListUsers", func() error { _, err := s.ListUsers(ctx); return err }},
+		{"ListUsers", func() error { _, err := s.ListUsers(ctx, "", 10); return err }},
 		{"CreateUser", func() error { return s.CreateUser(ctx, bareUser("bob")) }},
 		{"UpdateUser", func() error {
 			return s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
@@ -583,6 +670,7 @@ func testCancelledHost(t *testing.T, s nmauth.Store) {
 		call func() error
 	}{
 		{"GetHost", func() error { _, err := s.GetHost(ctx, "host-a"); return err }},
+		{"ListHosts", func() error { _, err := s.ListHosts(ctx, "", 10); return err }},
 		{"CreateHost", func() error { return s.CreateHost(ctx, bareHost("host-b")) }},
 		{"UpdateHost", func() error {
 			return s.UpdateHost(ctx, "host-a", func(h *nmauth.Host) error {

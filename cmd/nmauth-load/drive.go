@@ -28,6 +28,8 @@ type requestSpec struct {
 	req *http.Request
 	// done, when set, learns the status of the answer.
 	done func(status int)
+	// answered, when set, gets the whole answer.
+	answered func(answer)
 }
 
 // bounds stop a scenario: after d (0 for no time bound) or after n requests
@@ -169,6 +171,9 @@ func drive(ctx context.Context, a *api, name string, next source, b bounds) (*re
 				st.statuses[ans.status]++
 				if spec.done != nil {
 					spec.done(ans.status)
+				}
+				if spec.answered != nil {
+					spec.answered(ans)
 				}
 			}
 		}(&stats[w])

@@ -15,6 +15,14 @@
 //	whoami       GET /api/whoami with the user token of one login of -user
 //	login        POST /api/users/adm/authenticate as -user
 //	verify-totp  POST /api/users/{name}/auth/verify-totp, one per TOTP user
+//	fleet        -fleet-hosts hosts PREFIX-0000000…, taken in turn: a host
+//	             logs in when it has no token or -fleet-relogin has passed
+//	             since its last login, and calls GET /api/whoami otherwise
+//
+// The fleet scenario's hosts share one password. -serve creates them with
+// -fleet-hosts (hashing it once); for nmauthd, add one host with
+// `nmauthd host add` and copy its row in SQL. With -pid the fleet
+// scenario also reports the server's resident memory.
 //
 // Each verification needs a fresh pre-auth token and a step the user has
 // not used, so verify-totp needs many users with TOTP on. nmauthd has no
@@ -94,6 +102,11 @@ type options struct {
 	concurrentLogins int
 	pid              int
 
+	fleetHosts    int
+	fleetPrefix   string
+	fleetPassword string
+	fleetRelogin  time.Duration
+
 	serve string
 }
 
@@ -103,7 +116,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.SetOutput(out)
 	var scenarios string
 	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081", "base URL of the server; must be loopback")
-	fs.StringVar(&scenarios, "scenarios", "healthz,whoami", "comma-separated: healthz, whoami, login, verify-totp")
+	fs.StringVar(&scenarios, "scenarios", "healthz,whoami", "comma-separated: healthz, whoami, login, verify-totp, fleet")
 	fs.IntVar(&o.bounds.clients, "c", 16, "concurrent keep-alive clients")
 	fs.DurationVar(&o.bounds.d, "d", 10*time.Second, "time bound per scenario (0: none)")
 	fs.IntVar(&o.bounds.n, "n", 0, "request bound per scenario (0: none)")
@@ -122,6 +135,10 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.StringVar(&o.totpFile, "totp-file", "", "users file written by -setup and read by verify-totp")
 	fs.IntVar(&o.concurrentLogins, "concurrent-logins", 0, "send this many logins at once and report the slowest answer")
 	fs.IntVar(&o.pid, "pid", 0, "server process on this machine: its CPU time per request, and its peak resident memory with -concurrent-logins")
+	fs.IntVar(&o.fleetHosts, "fleet-hosts", 0, "hosts of the fleet scenario (with -serve: hosts to create)")
+	fs.StringVar(&o.fleetPrefix, "fleet-prefix", "fleet", "fleet hosts are PREFIX-0000000, PREFIX-0000001, …")
+	fs.StringVar(&o.fleetPassword, "fleet-password", getenv("NMAUTH_LOAD_FLEET_PASSWORD"), "password of every fleet host (env NMAUTH_LOAD_FLEET_PASSWORD)")
+	fs.DurationVar(&o.fleetRelogin, "fleet-relogin", 15*time.Minute, "a fleet host logs in again this long after its last login: its token's lifetime")
 	fs.StringVar(&o.serve, "serve", "", "serve the library over a MemoryStore at this loopback address")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -150,6 +167,10 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 		return nil, errors.New("-concurrent-logins must be 0 to 10000")
 	case o.totpCount < 0:
 		return nil, errors.New("-totp-count must not be negative")
+	case o.fleetHosts < 0 || o.fleetHosts > 10_000_000:
+		return nil, errors.New("-fleet-hosts must be 0 to 10000000")
+	case o.fleetRelogin <= 0:
+		return nil, errors.New("-fleet-relogin must be positive")
 	}
 	return o, nil
 }

@@ -418,3 +418,54 @@ func TestWaitForFreshStep(t *testing.T) {
 		t.Errorf("no word of the wait: %q", log.String())
 	}
 }
+
+// TestFleet runs the fleet scenario over a few hosts made by seedFleet:
+// every answer is a 200, each host logs in before its first whoami, and a
+// host logs in again only once -fleet-relogin has passed.
+func TestFleet(t *testing.T) {
+	ctx := context.Background()
+	store := nmauth.NewMemoryStore()
+	auth, err := nmauth.New(nmauth.Config{Store: store, Secrets: [][]byte{bytes.Repeat([]byte{4}, 32)}, ClientRate: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hosts, n = 5, 40
+	seed := mustParse(t, "-fleet-hosts", fmt.Sprint(hosts), "-fleet-password", "fleet-password-1")
+	if err := seedFleet(ctx, seed, auth, store, &bytes.Buffer{}); err != nil {
+		t.Fatalf("seedFleet: %v", err)
+	}
+	srv := httptest.NewServer(newServeMux(auth))
+	t.Cleanup(srv.Close)
+
+	for _, tc := range []struct {
+		relogin            string
+		minLogins, maxLogs int
+	}{
+		{"1h", hosts, n - 1}, // each host once, or again while its first login is on its way
+		{"1ns", n, n},        // every turn is a login
+	} {
+		o := mustParse(t, "-target", srv.URL, "-c", "2", "-n", fmt.Sprint(n), "-d", "2m", "-scenarios", "fleet",
+			"-fleet-hosts", fmt.Sprint(hosts), "-fleet-password", "fleet-password-1", "-fleet-relogin", tc.relogin)
+		var log bytes.Buffer
+		results, err := runScenarios(ctx, o, testAPI(t, o), &log)
+		if err != nil {
+			t.Fatalf("relogin %s: %v", tc.relogin, err)
+		}
+		r := results[0]
+		if r.answered() != n || r.ok() != n {
+			t.Errorf("relogin %s: %d answered, %d ok, errors %s; want %d ok", tc.relogin, r.answered(), r.ok(), r.errorSummary(), n)
+		}
+		var gotHosts, logins, whoamis int
+		if _, err := fmt.Sscanf(lastLine(log.String()), "fleet: %d hosts, %d logins, %d whoami", &gotHosts, &logins, &whoamis); err != nil {
+			t.Fatalf("relogin %s: summary %q: %v", tc.relogin, log.String(), err)
+		}
+		if gotHosts != hosts || logins+whoamis != n || logins < tc.minLogins || logins > tc.maxLogs {
+			t.Errorf("relogin %s: %d hosts, %d logins, %d whoami; want %d hosts and %d to %d logins of %d", tc.relogin, gotHosts, logins, whoamis, hosts, tc.minLogins, tc.maxLogs, n)
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}

@@ -11,7 +11,7 @@ import (
 
 // scenarioNames are the scenarios the tool knows, in the order of the
 // usage text.
-var scenarioNames = []string{"healthz", "whoami", "login", "verify-totp"}
+var scenarioNames = []string{"healthz", "whoami", "login", "verify-totp", "fleet"}
 
 func parseScenarios(list string) ([]string, error) {
 	var out []string
@@ -125,6 +125,12 @@ func prepareScenario(ctx context.Context, o *options, a *api, name string, log i
 		}, nil, nil
 	case "verify-totp":
 		return prepareVerify(ctx, o, a, log)
+	case "fleet":
+		f, err := newFleet(a, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f.source, func() error { return printFleet(log, f, o.pid) }, nil
 	}
 	return nil, nil, fmt.Errorf("unknown scenario")
 }

@@ -37,8 +37,9 @@ func newServeMux(auth *nmauth.Authenticator) *http.ServeMux {
 // serveMemory serves the library over a MemoryStore on a loopback address
 // with nmauthd's routes, for the memory-store figures that nmauthd, which
 // keeps its data in SQL, cannot give. It creates the user -user and the
-// users -totp-prefix-0000… (TOTP off, for -setup to enroll), prints the
-// credentials, and serves until ctx ends.
+// users -totp-prefix-0000… (TOTP off, for -setup to enroll) and the hosts
+// of the fleet scenario, prints the credentials, and serves until ctx
+// ends.
 func serveMemory(ctx context.Context, o *options, out io.Writer) error {
 	ap, err := netip.ParseAddrPort(o.serve)
 	if err != nil || !ap.Addr().IsLoopback() {
@@ -52,8 +53,9 @@ func serveMemory(ctx context.Context, o *options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	store := nmauth.NewMemoryStore()
 	auth, err := nmauth.New(nmauth.Config{
-		Store:     nmauth.NewMemoryStore(),
+		Store:     store,
 		Secrets:   [][]byte{randomBytes(32)},
 		MasterKey: mk,
 		Logger:    slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -62,6 +64,9 @@ func serveMemory(ctx context.Context, o *options, out io.Writer) error {
 		return err
 	}
 	if err := seedUsers(ctx, o, auth, out); err != nil {
+		return err
+	}
+	if err := seedFleet(ctx, o, auth, store, out); err != nil {
 		return err
 	}
 	if o.masterKey == "" {

@@ -54,17 +54,50 @@ func userList(ctx context.Context, c *cli, o *options, _ []string) error {
 	return c.withBackend(ctx, o, func(b *backend) error {
 		// The Authenticator has no listing of its own; reading the Store
 		// is the only way.
-		users, err := b.db.ListUsers(ctx)
+		return writePages(ctx, c.stdout, "NAME\tDISABLED\tTOTP", b.db.ListUsers,
+			func(u nmauth.User) string { return u.Name },
+			func(u nmauth.User) string {
+				return fmt.Sprintf("%s\t%s\t%s", u.Name, choose(u.Disabled, "yes", "no"), choose(u.TOTPEnabled(), "on", "off"))
+			})
+	})
+}
+
+func hostList(ctx context.Context, c *cli, o *options, _ []string) error {
+	return c.withBackend(ctx, o, func(b *backend) error {
+		return writePages(ctx, c.stdout, "ID\tDISABLED\tMAC", b.db.ListHosts,
+			func(h nmauth.Host) string { return h.ID },
+			func(h nmauth.Host) string {
+				return fmt.Sprintf("%s\t%s\t%s", h.ID, choose(h.Disabled, "yes", "no"), choose(h.MACAddress != "", h.MACAddress, "-"))
+			})
+	})
+}
+
+// listPage is how many records a list command reads and writes at a time.
+const listPage = 1000
+
+// writePages writes a table of every record that list pages through, one
+// page at a time, so that a million records take the memory of one page.
+// Columns are aligned within a page.
+func writePages[T any](ctx context.Context, w io.Writer, header string, list func(context.Context, string, int) ([]T, error), key func(T) string, row func(T) string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	after := ""
+	for {
+		page, err := list(ctx, after, listPage)
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tDISABLED\tTOTP")
-		for _, u := range users {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Name, choose(u.Disabled, "yes", "no"), choose(u.TOTPEnabled(), "on", "off"))
+		for _, r := range page {
+			fmt.Fprintln(tw, row(r))
 		}
-		return tw.Flush()
-	})
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if len(page) < listPage {
+			return nil
+		}
+		after = key(page[len(page)-1])
+	}
 }
 
 func userPasswd(ctx context.Context, c *cli, o *options, args []string) error {

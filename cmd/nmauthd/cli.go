@@ -83,6 +83,8 @@ var commands = []command{
 		help: "turn the user's TOTP off so the user can enroll again"},
 	{name: "host add", args: []string{"ID"}, flags: []string{"mac", "network"}, run: hostAdd,
 		help: "add a host (--mac, --network); password from stdin, or generated and printed"},
+	{name: "host list", run: hostList,
+		help: "list hosts: id, disabled, MAC address"},
 	{name: "reseal", run: reseal,
 		help: "seal every TOTP secret under the first root secret"},
 }

@@ -39,7 +39,7 @@ func checkLoopback(addr string) error {
 // assignments that the quickstart reads. It also prints the master key
 // when it is the public default.
 func seedDemo(ctx context.Context, b *backend, out io.Writer, baseURL string, defaultMasterKey bool) error {
-	users, err := b.db.ListUsers(ctx)
+	users, err := b.db.ListUsers(ctx, "", 1)
 	if err != nil {
 		return err
 	}

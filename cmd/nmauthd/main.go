@@ -11,6 +11,7 @@
 //	nmauthd host add ID [--mac MAC] [--network NET]...
 //	                               password from stdin, or generated and printed;
 //	                               each --network lets the host log in as a node there
+//	nmauthd host list
 //	nmauthd reseal                 seal TOTP secrets under the first root secret
 //
 // Every command takes --db (a SQLite path or a postgres:// URL) and

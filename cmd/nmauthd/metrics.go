@@ -220,7 +220,7 @@ func (l routeLabeler) label(r *http.Request) string {
 
 // storeOps are the methods of nmauth.Store, the values of the op label.
 var storeOps = []string{"GetUser", "ListUsers", "CreateUser", "UpdateUser", "DeleteUser",
-	"GetHost", "CreateHost", "UpdateHost", "DeleteHost"}
+	"GetHost", "ListHosts", "CreateHost", "UpdateHost", "DeleteHost"}
 
 // timedStore times every call of the Store it wraps and counts its
 // failures. ErrNotFound and ErrExists are answers, not failures, and
@@ -262,8 +262,8 @@ func (s *timedStore) GetUser(ctx context.Context, name string) (nmauth.User, err
 	return call(s, "GetUser", nil, func() (nmauth.User, error) { return s.Store.GetUser(ctx, name) })
 }
 
-func (s *timedStore) ListUsers(ctx context.Context) ([]nmauth.User, error) {
-	return call(s, "ListUsers", nil, func() ([]nmauth.User, error) { return s.Store.ListUsers(ctx) })
+func (s *timedStore) ListUsers(ctx context.Context, after string, limit int) ([]nmauth.User, error) {
+	return call(s, "ListUsers", nil, func() ([]nmauth.User, error) { return s.Store.ListUsers(ctx, after, limit) })
 }
 
 func (s *timedStore) CreateUser(ctx context.Context, u nmauth.User) error {
@@ -280,6 +280,10 @@ func (s *timedStore) DeleteUser(ctx context.Context, name string) error {
 
 func (s *timedStore) GetHost(ctx context.Context, id string) (nmauth.Host, error) {
 	return call(s, "GetHost", nil, func() (nmauth.Host, error) { return s.Store.GetHost(ctx, id) })
+}
+
+func (s *timedStore) ListHosts(ctx context.Context, after string, limit int) ([]nmauth.Host, error) {
+	return call(s, "ListHosts", nil, func() ([]nmauth.Host, error) { return s.Store.ListHosts(ctx, after, limit) })
 }
 
 func (s *timedStore) CreateHost(ctx context.Context, h nmauth.Host) error {
