@@ -402,6 +402,24 @@ var sqlMigrations = []func(Dialect) []string{
 )`,
 		}
 	},
+	// Version 2: revocation by generation rather than by clock, failures
+	// per client address, and the check values of the root secrets. Rows
+	// from version 1 start at generation 0; tokens minted before carry no
+	// generation and are refused, so an upgrade logs everyone out once.
+	func(Dialect) []string {
+		var stmts []string
+		for _, table := range []string{"nmauth_users", "nmauth_hosts"} {
+			stmts = append(stmts,
+				"ALTER TABLE "+table+" ADD COLUMN generation BIGINT NOT NULL DEFAULT 0",
+				"ALTER TABLE "+table+" ADD COLUMN password_clients TEXT NOT NULL DEFAULT '[]'",
+				"ALTER TABLE "+table+" DROP COLUMN tokens_valid_after",
+			)
+		}
+		return append(stmts, `CREATE TABLE nmauth_key_checks (
+	key_id TEXT NOT NULL PRIMARY KEY,
+	check_value TEXT NOT NULL
+)`)
+	},
 }
 
 // The column lists put the key first; userArgs, hostArgs, scanUser and
@@ -411,13 +429,13 @@ var (
 		"name", "password_hash", "disabled",
 		"totp_secret", "totp_last_step", "totp_failures", "totp_blocked_until",
 		"preauth_id", "preauth_failures", "recovery_codes",
-		"password_failures", "password_blocked_until",
-		"tokens_valid_after", "created_at",
+		"password_failures", "password_blocked_until", "password_clients",
+		"generation", "created_at",
 	}
 	sqlHostColumns = []string{
 		"id", "mac_address", "password_hash", "disabled",
-		"password_failures", "password_blocked_until",
-		"tokens_valid_after", "created_at",
+		"password_failures", "password_blocked_until", "password_clients",
+		"generation", "created_at",
 	}
 )
 
@@ -497,7 +515,11 @@ func userArgs(u User) ([]any, error) {
 	if err != nil {
 		return nil, wrapSQL("encode recovery codes", err)
 	}
-	times, err := encodeTimes(u.TOTPBlockedUntil, u.PasswordBlockedUntil, u.TokensValidAfter, u.CreatedAt)
+	clients, err := encodeClients(u.PasswordClients)
+	if err != nil {
+		return nil, err
+	}
+	times, err := encodeTimes(u.TOTPBlockedUntil, u.PasswordBlockedUntil, u.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -509,21 +531,48 @@ func userArgs(u User) ([]any, error) {
 		u.Name, u.PasswordHash, u.Disabled,
 		secret, u.TOTPLastStep, u.TOTPFailures, times[0],
 		u.PreAuthID, u.PreAuthFailures, string(codes),
-		u.PasswordFailures, times[1],
-		times[2], times[3],
+		u.PasswordFailures, times[1], clients,
+		int64(u.Generation), times[2],
 	}, nil
+}
+
+// encodeClients writes the per-client failures as JSON, "[]" for none.
+func encodeClients(cs []ClientFailures) (string, error) {
+	if cs == nil {
+		cs = []ClientFailures{}
+	}
+	b, err := json.Marshal(cs)
+	if err != nil {
+		return "", wrapSQL("encode client failures", err)
+	}
+	return string(b), nil
+}
+
+func decodeClients(s string) ([]ClientFailures, error) {
+	var cs []ClientFailures
+	if err := json.Unmarshal([]byte(s), &cs); err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	return cs, nil
 }
 
 // hostArgs returns h's column values in the order of sqlHostColumns.
 func hostArgs(h Host) ([]any, error) {
-	times, err := encodeTimes(h.PasswordBlockedUntil, h.TokensValidAfter, h.CreatedAt)
+	clients, err := encodeClients(h.PasswordClients)
+	if err != nil {
+		return nil, err
+	}
+	times, err := encodeTimes(h.PasswordBlockedUntil, h.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
 	return []any{
 		h.ID, h.MACAddress, h.PasswordHash, h.Disabled,
-		h.PasswordFailures, times[0],
-		times[1], times[2],
+		h.PasswordFailures, times[0], clients,
+		int64(h.Generation), times[1],
 	}, nil
 }
 
@@ -534,16 +583,16 @@ type rowScanner interface {
 
 func scanUser(row rowScanner) (User, error) {
 	var (
-		u                                   User
-		codes                               string
-		totpBlocked, pwBlocked, valid, made int64
+		u                                 User
+		codes, clients                    string
+		totpBlocked, pwBlocked, gen, made int64
 	)
 	err := row.Scan(
 		&u.Name, &u.PasswordHash, &u.Disabled,
 		&u.TOTPSecret, &u.TOTPLastStep, &u.TOTPFailures, &totpBlocked,
 		&u.PreAuthID, &u.PreAuthFailures, &codes,
-		&u.PasswordFailures, &pwBlocked,
-		&valid, &made,
+		&u.PasswordFailures, &pwBlocked, &clients,
+		&gen, &made,
 	)
 	if err != nil {
 		return User{}, err
@@ -551,28 +600,35 @@ func scanUser(row rowScanner) (User, error) {
 	if err := json.Unmarshal([]byte(codes), &u.RecoveryCodes); err != nil {
 		return User{}, fmt.Errorf("decode recovery codes of %q: %w", u.Name, err)
 	}
+	if u.PasswordClients, err = decodeClients(clients); err != nil {
+		return User{}, fmt.Errorf("decode client failures of %q: %w", u.Name, err)
+	}
 	u.TOTPBlockedUntil = decodeTime(totpBlocked)
 	u.PasswordBlockedUntil = decodeTime(pwBlocked)
-	u.TokensValidAfter = decodeTime(valid)
+	u.Generation = uint64(gen)
 	u.CreatedAt = decodeTime(made)
 	return u, nil
 }
 
 func scanHost(row rowScanner) (Host, error) {
 	var (
-		h                      Host
-		pwBlocked, valid, made int64
+		h                    Host
+		clients              string
+		pwBlocked, gen, made int64
 	)
 	err := row.Scan(
 		&h.ID, &h.MACAddress, &h.PasswordHash, &h.Disabled,
-		&h.PasswordFailures, &pwBlocked,
-		&valid, &made,
+		&h.PasswordFailures, &pwBlocked, &clients,
+		&gen, &made,
 	)
 	if err != nil {
 		return Host{}, err
 	}
+	if h.PasswordClients, err = decodeClients(clients); err != nil {
+		return Host{}, fmt.Errorf("decode client failures of %q: %w", h.ID, err)
+	}
 	h.PasswordBlockedUntil = decodeTime(pwBlocked)
-	h.TokensValidAfter = decodeTime(valid)
+	h.Generation = uint64(gen)
 	h.CreatedAt = decodeTime(made)
 	return h, nil
 }

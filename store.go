@@ -46,14 +46,39 @@ type User struct {
 	// RecoveryCodes holds the hashes of the unused recovery codes.
 	RecoveryCodes []string
 
-	// PasswordFailures counts consecutive wrong passwords.
+	// PasswordFailures counts consecutive password attempts that did not
+	// succeed, from every client: an attempt is counted before its password
+	// is checked and the count resets when one succeeds.
 	PasswordFailures int
-	// PasswordBlockedUntil is the end of the current password backoff.
+	// PasswordBlockedUntil is the end of the account-wide backoff, which
+	// starts only past the account's ceiling of failures.
 	PasswordBlockedUntil time.Time
+	// PasswordClients counts the failures per client address, oldest
+	// first.
+	PasswordClients []ClientFailures
 
-	// TokensValidAfter revokes every token issued before it.
-	TokensValidAfter time.Time
-	CreatedAt        time.Time
+	// Generation is the account's revocation counter: every token carries
+	// the generation it was minted under and dies when the counter moves.
+	// It starts at a random value, so a re-created account never matches
+	// the tokens of a deleted one.
+	Generation uint64
+	CreatedAt  time.Time
+}
+
+// ClientFailures is the attempt count of one client address (an IPv4
+// address or an IPv6 /64) against one account.
+type ClientFailures struct {
+	// Client is the address or prefix in text form; "" when the caller
+	// gave no address.
+	Client string `json:"c"`
+	// Failures counts consecutive attempts from Client that did not
+	// succeed.
+	Failures int `json:"f"`
+	// BlockedUntil is the end of Client's backoff.
+	BlockedUntil time.Time `json:"b"`
+	// Known marks a client that has logged in to the account: the
+	// account-wide backoff never applies to it.
+	Known bool `json:"k,omitempty"`
 }
 
 // TOTPEnabled reports whether the user has finished TOTP enrollment.
@@ -70,9 +95,11 @@ type Host struct {
 
 	PasswordFailures     int
 	PasswordBlockedUntil time.Time
+	PasswordClients      []ClientFailures
 
-	TokensValidAfter time.Time
-	CreatedAt        time.Time
+	// Generation is the host's revocation counter; see [User.Generation].
+	Generation uint64
+	CreatedAt  time.Time
 }
 
 // Store keeps users, hosts and the counters that must hold across replicas.
@@ -209,7 +236,7 @@ func (s *MemoryStore) GetHost(ctx context.Context, id string) (Host, error) {
 	if !ok {
 		return Host{}, ErrNotFound
 	}
-	return h, nil
+	return cloneHost(h), nil
 }
 
 // CreateHost implements [Store].
@@ -225,7 +252,7 @@ func (s *MemoryStore) CreateHost(ctx context.Context, h Host) error {
 	if s.hosts == nil {
 		s.hosts = make(map[string]Host)
 	}
-	s.hosts[h.ID] = h
+	s.hosts[h.ID] = cloneHost(h)
 	return nil
 }
 
@@ -240,6 +267,7 @@ func (s *MemoryStore) UpdateHost(ctx context.Context, id string, fn func(*Host) 
 	if !ok {
 		return ErrNotFound
 	}
+	h = cloneHost(h)
 	if err := fn(&h); err != nil {
 		return err
 	}
@@ -264,5 +292,11 @@ func (s *MemoryStore) DeleteHost(ctx context.Context, id string) error {
 func cloneUser(u User) User {
 	u.TOTPSecret = slices.Clone(u.TOTPSecret)
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
+	u.PasswordClients = slices.Clone(u.PasswordClients)
 	return u
+}
+
+func cloneHost(h Host) Host {
+	h.PasswordClients = slices.Clone(h.PasswordClients)
+	return h
 }

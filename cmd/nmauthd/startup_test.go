@@ -144,7 +144,9 @@ func TestRotateRootSecret(t *testing.T) {
 	d := startDaemon(t, dir, oldEnv, "--db", db)
 	token := d.loginUser(a.user, a.password).AuthToken
 	e := d.initTOTP(a.user, token)
-	d.completeTOTP(a.user, token, e, totpCode(t, e.URL, time.Now()))
+	// Turning TOTP on revokes the password-only token; the answer has
+	// a fresh one.
+	token = d.completeTOTP(a.user, token, e, totpCode(t, e.URL, time.Now())).AuthToken
 	d.stop()
 
 	d = startDaemon(t, dir, bothEnv, "--db", db)
