@@ -239,9 +239,10 @@ func New(cfg Config) (*Authenticator, error) {
 		kindHost:    cfg.HostTokenTTL,
 		kindNode:    cfg.NodeTokenTTL,
 	}
+	faults := &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second}
 	a := &Authenticator{
 		cfg:     cfg,
-		store:   cfg.Store,
+		store:   &guardedStore{Store: cfg.Store, timeout: cfg.StoreTimeout, log: faults},
 		ring:    ring,
 		minter:  &tokenMinter{ring: ring, issuer: cfg.Issuer, rand: cfg.Rand},
 		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),

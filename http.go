@@ -295,6 +295,10 @@ func errorStatus(err error) (int, string) {
 		return http.StatusTooManyRequests, "too many attempts, try again later"
 	case errors.Is(err, ErrOverloaded):
 		return http.StatusServiceUnavailable, "server busy, try again later"
+	case errors.Is(err, ErrStoreUnavailable):
+		return http.StatusServiceUnavailable, "service unavailable, try again later"
+	case errors.Is(err, ErrDataFault):
+		return http.StatusInternalServerError, "internal error"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "request cancelled"
 	}
@@ -312,7 +316,8 @@ func (a *Authenticator) writeError(w http.ResponseWriter, r *http.Request, err e
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(err)))
 	}
-	if status >= 500 {
+	// A Store fault is logged where it happens, at a bounded rate.
+	if status >= 500 && !errors.Is(err, ErrStoreUnavailable) {
 		// A full hashing queue is load shed by design, not a fault.
 		level := slog.LevelError
 		if status == http.StatusServiceUnavailable {

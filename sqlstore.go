@@ -67,7 +67,11 @@ type SQLStore struct {
 	writes chan struct{}
 }
 
-var _ Store = (*SQLStore)(nil)
+var (
+	_ Store         = (*SQLStore)(nil)
+	_ KeyCheckStore = (*SQLStore)(nil)
+	_ Pinger        = (*SQLStore)(nil)
+)
 
 var (
 	errSQLNilDB       = errors.New("nmauth: sql store: nil database")
@@ -240,6 +244,47 @@ func (s *SQLStore) DeleteHost(ctx context.Context, id string) error {
 		_, err := tx.ExecContext(ctx, s.q.deleteHost, id)
 		return wrapSQL("delete host", err)
 	})
+}
+
+// KeyChecks implements [KeyCheckStore].
+func (s *SQLStore) KeyChecks(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT key_id, check_value FROM nmauth_key_checks")
+	if err != nil {
+		return nil, wrapSQL("key checks", err)
+	}
+	defer rows.Close()
+	checks := map[string]string{}
+	for rows.Next() {
+		var id, v string
+		if err := rows.Scan(&id, &v); err != nil {
+			return nil, wrapSQL("key checks", err)
+		}
+		checks[id] = v
+	}
+	return checks, wrapSQL("key checks", rows.Err())
+}
+
+// AddKeyCheck implements [KeyCheckStore].
+func (s *SQLStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
+	err := s.insert(ctx, "add key check", s.q.rebind("INSERT INTO nmauth_key_checks (key_id, check_value) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING"), []any{keyID, check})
+	if errors.Is(err, ErrExists) {
+		return nil
+	}
+	return err
+}
+
+// HasAccounts implements [KeyCheckStore].
+func (s *SQLStore) HasAccounts(ctx context.Context) (bool, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_users LIMIT 1) u) + (SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_hosts LIMIT 1) h)").Scan(&n)
+	return n > 0, wrapSQL("has accounts", err)
+}
+
+// Ping implements [Pinger] with a query on the store's own tables, so that
+// it fails when the database does not answer.
+func (s *SQLStore) Ping(ctx context.Context) error {
+	var n int64
+	return wrapSQL("ping", s.db.QueryRowContext(ctx, sqlCurrentVersion).Scan(&n))
 }
 
 // insert runs an INSERT ... ON CONFLICT DO NOTHING and reports a row that

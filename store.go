@@ -3,6 +3,7 @@ package nmauth
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -138,12 +139,16 @@ type Store interface {
 // suits tests, examples and single-process deployments that can afford to
 // lose their data at restart. The zero value is ready to use.
 type MemoryStore struct {
-	mu    sync.Mutex
-	users map[string]User
-	hosts map[string]Host
+	mu     sync.Mutex
+	users  map[string]User
+	hosts  map[string]Host
+	checks map[string]string
 }
 
-var _ Store = (*MemoryStore)(nil)
+var (
+	_ Store         = (*MemoryStore)(nil)
+	_ KeyCheckStore = (*MemoryStore)(nil)
+)
 
 // NewMemoryStore returns an empty [MemoryStore].
 func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
@@ -299,4 +304,40 @@ func cloneUser(u User) User {
 func cloneHost(h Host) Host {
 	h.PasswordClients = slices.Clone(h.PasswordClients)
 	return h
+}
+
+// KeyChecks implements [KeyCheckStore].
+func (s *MemoryStore) KeyChecks(ctx context.Context) (map[string]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.checks), nil
+}
+
+// AddKeyCheck implements [KeyCheckStore].
+func (s *MemoryStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.checks[keyID]; !ok {
+		if s.checks == nil {
+			s.checks = make(map[string]string)
+		}
+		s.checks[keyID] = check
+	}
+	return nil
+}
+
+// HasAccounts implements [KeyCheckStore].
+func (s *MemoryStore) HasAccounts(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.users)+len(s.hosts) > 0, nil
 }

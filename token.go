@@ -105,7 +105,10 @@ func (t *issuedAt) UnmarshalJSON(b []byte) error {
 
 // ringKey holds the subkeys derived from one root secret.
 type ringKey struct {
-	id     string
+	id string
+	// check is the value a Store keeps to recognise this secret later
+	// (see KeyCheckStore); hex of its own HKDF subkey.
+	check  string
 	jwt    [numKinds][]byte
 	enroll []byte
 	seal   cipher.AEAD
@@ -143,6 +146,7 @@ func newKeyRing(secrets [][]byte) (*keyRing, error) {
 func deriveRingKey(secret []byte) (*ringKey, error) {
 	k := &ringKey{}
 	k.id = hex.EncodeToString(subkey(secret, "nmauth key id", 8))
+	k.check = hex.EncodeToString(subkey(secret, "nmauth key check", 32))
 	for kind := range numKinds {
 		k.jwt[kind] = subkey(secret, "nmauth jwt "+kindAudience[kind], 32)
 	}
@@ -167,6 +171,25 @@ func subkey(secret []byte, purpose string, n int) []byte {
 }
 
 func (r *keyRing) signer() *ringKey { return r.keys[0] }
+
+// matchesAny reports whether a stored check value, by key id, is that of
+// a configured secret. The values are compared in constant time.
+func (r *keyRing) matchesAny(checks map[string]string) bool {
+	for _, k := range r.keys {
+		if v, ok := checks[k.id]; ok && hmac.Equal([]byte(v), []byte(k.check)) {
+			return true
+		}
+	}
+	return false
+}
+
+// sealedKeyID is the key id a sealed TOTP secret names, "" if malformed.
+func (r *keyRing) sealedKeyID(sealed []byte) string {
+	if len(sealed) < 9 {
+		return ""
+	}
+	return hex.EncodeToString(sealed[1:9])
+}
 
 func (r *keyRing) byID(id string) *ringKey {
 	for _, k := range r.keys {

@@ -28,13 +28,15 @@ const (
 )
 
 // newMux returns the routes of nmauthd: the nmauth handler at /api/, the
-// bearer-protected GET /api/whoami, GET /healthz, and the demo page at GET /
-// with its assets. More routes can be added to the returned mux.
+// bearer-protected GET /api/whoami, GET /healthz (the process lives),
+// GET /readyz (the store answers), and the demo page at GET / with its
+// assets. More routes can be added to the returned mux.
 func newMux(auth *nmauth.Authenticator) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler())
 	mux.Handle("GET /api/whoami", auth.Middleware(http.HandlerFunc(serveWhoami)))
 	mux.HandleFunc("GET /healthz", serveHealthz)
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { serveReadyz(w, r, auth) })
 	mux.HandleFunc("GET /{$}", servePage)
 	mux.HandleFunc("GET /assets/", serveAsset)
 	return mux
@@ -54,6 +56,21 @@ func serveHealthz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
+// serveReadyz answers 200 when the store answers within its deadline, and
+// 503 with Retry-After otherwise, so a load balancer stops sending
+// traffic to a replica whose database is gone.
+func serveReadyz(w http.ResponseWriter, r *http.Request, auth *nmauth.Authenticator) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := auth.Ready(r.Context()); err != nil {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "store unavailable")
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
@@ -67,8 +84,10 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 }
 
 // serve runs the HTTP server until SIGINT or SIGTERM, then lets the
-// requests in flight finish.
+// requests in flight finish. SIGHUP is ignored: the server has nothing to
+// reload, and a closed terminal must not stop it mid-request.
 func serve(ctx context.Context, c *cli, o *options, _ []string) error {
+	signal.Ignore(syscall.SIGHUP)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.dev {
@@ -80,7 +99,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := c.openBackend(ctx, o, master)
+	b, err := c.openBackend(ctx, o, master, true)
 	if err != nil {
 		return err
 	}
@@ -160,13 +179,38 @@ type backend struct {
 }
 
 // openBackend opens --db and builds the Authenticator over it. The caller
-// closes the database.
-func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.MasterKey) (*backend, error) {
-	secrets, err := loadRootSecrets(c.getenv, o.db, c.log)
-	if err != nil {
+// closes the database. The database is opened first, so that a file that
+// is no database is refused before any secret file is made beside it; a
+// secret file is made only for the server (mayCreate) on a database that
+// holds no accounts. The root secrets are then checked against the
+// database (see nmauth.Authenticator.CheckSecrets).
+func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.MasterKey, mayCreate bool) (*backend, error) {
+	if isPostgresURL(o.db) && c.getenv(envSecret) == "" {
+		// Says what is missing before trying to reach the server.
+		_, err := loadRootSecrets(c.getenv, o.db, false, c.log)
 		return nil, err
 	}
 	db, err := openDatabase(ctx, o.db)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.newBackend(ctx, o, db, master, mayCreate)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *nmauth.MasterKey, mayCreate bool) (*backend, error) {
+	if mayCreate {
+		has, err := db.HasAccounts(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading database %s: %w", db.name, err)
+		}
+		mayCreate = !has
+	}
+	secrets, err := loadRootSecrets(c.getenv, o.db, mayCreate, c.log)
 	if err != nil {
 		return nil, err
 	}
@@ -178,8 +222,13 @@ func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.Master
 		Logger:    c.log,
 	})
 	if err != nil {
-		db.Close()
 		return nil, err
+	}
+	if err := auth.CheckSecrets(ctx); errors.Is(err, nmauth.ErrSecretMismatch) {
+		return nil, fmt.Errorf("database %s was not written under the root secret from %s (%v); "+
+			"restore the secret that wrote it (%s or %s)", db.name, secrets.source, err, envSecret, secretFilePath(o.db))
+	} else if err != nil {
+		return nil, fmt.Errorf("checking the root secret against %s: %w", db.name, err)
 	}
 	return &backend{auth: auth, db: db, secretSource: secrets.source}, nil
 }

@@ -100,6 +100,7 @@ func TestRootSecretSources(t *testing.T) {
 		dir := t.TempDir()
 		db := filepath.Join(dir, "nmauth.db")
 		env := baseEnv()
+		provideSecretFile(t, env, db)
 		mustRun(t, dir, env, "", "user", "list", "--db", db)
 		if err := os.Chmod(db+".secret", 0o640); err != nil {
 			t.Fatal(err)
