@@ -225,8 +225,12 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 		return nil, err
 	}
 	if err := auth.CheckSecrets(ctx); errors.Is(err, nmauth.ErrSecretMismatch) {
+		where := envSecret
+		if !isPostgresURL(o.db) {
+			where += " or " + secretFilePath(o.db)
+		}
 		return nil, fmt.Errorf("database %s was not written under the root secret from %s (%v); "+
-			"restore the secret that wrote it (%s or %s)", db.name, secrets.source, err, envSecret, secretFilePath(o.db))
+			"restore the secret that wrote it (%s)", db.name, secrets.source, err, where)
 	} else if err != nil {
 		return nil, fmt.Errorf("checking the root secret against %s: %w", db.name, err)
 	}
