@@ -2,8 +2,10 @@ package nmauth
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -18,10 +20,23 @@ func (a *Authenticator) CreateUser(ctx context.Context, username, password strin
 	if err != nil {
 		return err
 	}
-	// Tokens minted for an earlier account of the same name stay dead.
-	now := a.now()
+	gen, err := a.firstGeneration()
+	if err != nil {
+		return err
+	}
 	defer a.status.forget(KindUser, name)
-	return a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: now, TokensValidAfter: nextValidAfter(now, time.Time{})})
+	return a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), Generation: gen})
+}
+
+// firstGeneration is the generation of a new account: random, so that the
+// tokens of a deleted account of the same name (or of one made by another
+// replica) match the new one with odds of 2^-64.
+func (a *Authenticator) firstGeneration() (uint64, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(a.cfg.Rand, b[:]); err != nil {
+		return 0, fmt.Errorf("nmauth: account generation: %w", err)
+	}
+	return binary.BigEndian.Uint64(b[:]), nil
 }
 
 // SetUserPassword replaces a user's password and revokes the user's
@@ -33,7 +48,7 @@ func (a *Authenticator) SetUserPassword(ctx context.Context, username, password 
 	}
 	return a.updateUser(ctx, username, func(u *User) {
 		u.PasswordHash = hash
-		u.PasswordFailures, u.PasswordBlockedUntil = 0, time.Time{}
+		resetAttempts(userAccount(u))
 	})
 }
 
@@ -43,7 +58,7 @@ func (a *Authenticator) DisableUser(ctx context.Context, username string) error 
 }
 
 // EnableUser lets a disabled user log in again. Tokens revoked by the
-// disable stay revoked.
+// disable stay revoked: the generation moves on again.
 func (a *Authenticator) EnableUser(ctx context.Context, username string) error {
 	return a.updateUser(ctx, username, func(u *User) { u.Disabled = false })
 }
@@ -74,8 +89,8 @@ func (a *Authenticator) DeleteUser(ctx context.Context, username string) error {
 	return a.store.DeleteUser(ctx, name)
 }
 
-// updateUser applies change and revokes the user's tokens in one atomic
-// update.
+// updateUser applies change and revokes the user's tokens, moving the
+// generation on, in one atomic update.
 func (a *Authenticator) updateUser(ctx context.Context, username string, change func(*User)) error {
 	name, err := PrepareUsername(username)
 	if err != nil {
@@ -84,7 +99,7 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, change 
 	defer a.status.forget(KindUser, name)
 	err = a.store.UpdateUser(ctx, name, func(u *User) error {
 		change(u)
-		u.TokensValidAfter = nextValidAfter(a.now(), u.TokensValidAfter)
+		u.Generation++
 		return nil
 	})
 	if err == nil {
@@ -103,8 +118,8 @@ func (a *Authenticator) newPasswordHash(ctx context.Context, password string) (s
 }
 
 // CreateHost adds a host with a password under the same policy as users'.
-// mac may be empty; when set, the host may only log in with that MAC
-// address or none.
+// mac may be empty; when set, it is the host's registered MAC address (see
+// [Config.RefuseMACChange]).
 func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string) error {
 	id, err := prepareHostID(id)
 	if err != nil {
@@ -117,9 +132,12 @@ func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string
 	if err != nil {
 		return err
 	}
-	now := a.now()
+	gen, err := a.firstGeneration()
+	if err != nil {
+		return err
+	}
 	defer a.status.forget(KindHost, id)
-	return a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: now, TokensValidAfter: nextValidAfter(now, time.Time{})})
+	return a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), Generation: gen})
 }
 
 // DisableHost refuses the host's logins and revokes its tokens.
@@ -131,7 +149,7 @@ func (a *Authenticator) DisableHost(ctx context.Context, id string) error {
 	defer a.status.forget(KindHost, id)
 	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
 		h.Disabled = true
-		h.TokensValidAfter = nextValidAfter(a.now(), h.TokensValidAfter)
+		h.Generation++
 		return nil
 	})
 	if err == nil {
@@ -171,7 +189,7 @@ func (a *Authenticator) RecoveryCodesLeft(ctx context.Context, username string) 
 func (a *Authenticator) ResealTOTPSecrets(ctx context.Context) (int, error) {
 	n, after := 0, ""
 	for {
-		users, err := a.store.ListUsers(ctx, after, resealPage)
+		users, err := a.store.ListUsers(ctx, after, scanPage)
 		if err != nil {
 			return n, err
 		}
@@ -184,15 +202,16 @@ func (a *Authenticator) ResealTOTPSecrets(ctx context.Context) (int, error) {
 				n++
 			}
 		}
-		if len(users) < resealPage {
+		if len(users) < scanPage {
 			return n, nil
 		}
 		after = users[len(users)-1].Name
 	}
 }
 
-// resealPage is how many users ResealTOTPSecrets reads at a time.
-const resealPage = 500
+// scanPage is how many users a walk over the whole Store (a reseal, the
+// check of the root secrets) reads at a time.
+const scanPage = 500
 
 // reseal seals listed's TOTP secret again under the first root secret
 // unless it is off or already there, and reports whether it did.

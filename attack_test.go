@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ type scene struct {
 	secret string // carol's TOTP secret
 
 	alice, bob           string // user tokens, no TOTP
-	carolPlain           string // carol's user token from before she turned TOTP on
+	carolPlain           string // carol's user token from before she turned TOTP on, revoked by it
 	carolTOTP            string // carol's user token from a login that passed TOTP
 	pre                  string // carol's live pre-auth token
 	preSpent             string // carol's pre-auth token already redeemed
@@ -56,6 +57,14 @@ type scene struct {
 func newScene(t *testing.T) *scene {
 	t.Helper()
 	s := &scene{attackFixture: newAttackFixture(t), fg: newForger(t, testSecret(1))}
+	s.fg.gen = func(aud, sub string) uint64 {
+		if aud == audHost {
+			h, _ := s.store.GetHost(context.Background(), sub)
+			return h.Generation
+		}
+		u, _ := s.store.GetUser(context.Background(), sub)
+		return u.Generation
+	}
 	for _, name := range []string{"alice", "bob", "carol"} {
 		s.addUser(name, attackPassword)
 	}
@@ -232,12 +241,39 @@ func jsonString(s string) string {
 
 // Expected store changes.
 
+// attackClient is the address the hostile requests come from, as the
+// attempt counters name it.
+const attackClient = "127.0.0.1"
+
+// clientFailed counts one failure from attackClient in a record's
+// per-client list.
+func clientFailed(clients []nmauth.ClientFailures) []nmauth.ClientFailures {
+	out := slices.Clone(clients)
+	for i := range out {
+		if out[i].Client == attackClient {
+			out[i].Failures++
+			return out
+		}
+	}
+	return append(out, nmauth.ClientFailures{Client: attackClient, Failures: 1})
+}
+
 func passwordFailed(name string) func(*storeState) {
-	return func(s *storeState) { s.user(name, func(u *nmauth.User) { u.PasswordFailures++ }) }
+	return func(s *storeState) {
+		s.user(name, func(u *nmauth.User) { u.PasswordFailures++; u.PasswordClients = clientFailed(u.PasswordClients) })
+	}
 }
 
 func hostPasswordFailed(id string) func(*storeState) {
-	return func(s *storeState) { s.host(id, func(h *nmauth.Host) { h.PasswordFailures++ }) }
+	return func(s *storeState) {
+		s.host(id, func(h *nmauth.Host) { h.PasswordFailures++; h.PasswordClients = clientFailed(h.PasswordClients) })
+	}
+}
+
+// clientBlocked puts attackClient in backoff after n failures until the
+// given time.
+func clientBlocked(n int, until time.Time) []nmauth.ClientFailures {
+	return []nmauth.ClientFailures{{Client: attackClient, Failures: n, BlockedUntil: until, Known: true}}
 }
 
 func codeFailed(name string) func(*storeState) {
@@ -254,7 +290,7 @@ func userBlocked(name string, n int, until time.Time, totp bool) func(*storeStat
 			if totp {
 				u.TOTPFailures, u.TOTPBlockedUntil = n, until
 			} else {
-				u.PasswordFailures, u.PasswordBlockedUntil = n, until
+				u.PasswordFailures, u.PasswordClients = n, clientBlocked(n, until)
 			}
 		})
 	}
@@ -340,11 +376,13 @@ func (s *scene) cases(t *testing.T) []hostileCase {
 		{name: "host id with NUL", req: hostLogin(jsonBody("id", "host-1\x00", "password", hostPassword)), status: 401},
 		{name: "host id of 60000 bytes", req: hostLogin(jsonBody("id", huge, "password", hostPassword)), status: 401},
 		{name: "host id in another case", req: hostLogin(jsonBody("id", "HOST-1", "password", hostPassword)), status: 401},
-		{name: "host wrong MAC counts", req: hostLogin(jsonBody("id", "host-1", "macaddress", "aa:bb:cc:dd:ee:02", "password", hostPassword)), status: 401, change: hostPasswordFailed("host-1")},
+		{name: "host another MAC with a wrong password counts", req: hostLogin(jsonBody("id", "host-1", "macaddress", "aa:bb:cc:dd:ee:02", "password", "wrong password")), status: 401, change: hostPasswordFailed("host-1")},
 		{name: "host wrong password counts", req: hostLogin(jsonBody("id", "host-1", "password", "wrong password")), status: 401, change: hostPasswordFailed("host-1")},
 		{name: "host right password during backoff", req: hostLogin(jsonBody("id", "host-1", "password", hostPassword)), status: 429,
 			setup: func(st *storeState) {
-				st.host("host-1", func(h *nmauth.Host) { h.PasswordFailures, h.PasswordBlockedUntil = 6, now.Add(2*time.Second) })
+				st.host("host-1", func(h *nmauth.Host) {
+					h.PasswordFailures, h.PasswordClients = 6, clientBlocked(6, now.Add(2*time.Second))
+				})
 			}},
 		{name: "host body over 64 KiB", req: hostLogin(tooBig), status: 413},
 		{name: "host without content type", req: hostileRequest{path: hostPath, ctype: noType, body: jsonBody("id", "host-1", "password", hostPassword)}, status: 415},
@@ -414,6 +452,8 @@ func (s *scene) cases(t *testing.T) []hostileCase {
 		{name: "without jti", req: atInit(bearer(s.forge(func(c jwt.MapClaims) { delete(c, "jti") }))), status: 401},
 		{name: "without iat", req: atInit(bearer(s.forge(func(c jwt.MapClaims) { delete(c, "iat") }))), status: 401},
 		{name: "without sub", req: atInit(bearer(s.forge(func(c jwt.MapClaims) { delete(c, "sub") }))), status: 401},
+		{name: "without generation", req: atInit(bearer(s.forge(func(c jwt.MapClaims) { delete(c, "gen") }))), status: 401},
+		{name: "another generation", req: atInit(bearer(s.forge(func(c jwt.MapClaims) { c["gen"] = c["gen"].(uint64) + 1 }))), status: 401},
 		{name: "wrong issuer, from another Authenticator", req: atInit(bearer(s.foreignIssuer)), status: 401},
 		{name: "wrong issuer, forged", req: atInit(bearer(s.forge(func(c jwt.MapClaims) { c["iss"] = "evil" }))), status: 401},
 		{name: "from another root secret", req: atInit(bearer(s.foreignKey)), status: 401},
@@ -436,7 +476,7 @@ func (s *scene) cases(t *testing.T) []hostileCase {
 		{name: "path Cyrillic look-alike as alice", req: hostileRequest{path: initPath(url.PathEscape(aliceCyrillic)), auth: bearer(s.alice)}, status: 403},
 		{name: "path Cyrillic look-alike as master", req: hostileRequest{path: initPath(url.PathEscape(aliceCyrillic)), auth: bearer(testMasterKey)}, status: 404},
 		{name: "path other user as alice", req: hostileRequest{path: initPath("carol"), auth: bearer(s.alice)}, status: 403},
-		{name: "re-enroll with a token from before TOTP", req: hostileRequest{path: initPath("carol"), auth: bearer(s.carolPlain)}, status: 403},
+		{name: "re-enroll with a token from before TOTP, which turning TOTP on revoked", req: hostileRequest{path: initPath("carol"), auth: bearer(s.carolPlain)}, status: 401},
 		{name: "path trailing slash", req: hostileRequest{path: initPath("alice") + "/", auth: bearer(s.alice)}, status: 404},
 		{name: "PUT init-totp", req: hostileRequest{method: http.MethodPut, path: initPath("alice"), auth: bearer(s.alice)}, status: 405},
 

@@ -45,6 +45,9 @@ const (
 type forger struct {
 	kid  string
 	keys map[string][]byte // by audience
+	// gen, when set, gives the generation of the account a token of kind
+	// aud for sub must carry.
+	gen func(aud, sub string) uint64
 }
 
 func newForger(t testing.TB, secret []byte) *forger {
@@ -66,7 +69,7 @@ func newForger(t testing.TB, secret []byte) *forger {
 // claims returns well-formed claims of the kind aud for sub, issued at now
 // and living ttl.
 func (fg *forger) claims(aud, sub string, now time.Time, ttl time.Duration) jwt.MapClaims {
-	return jwt.MapClaims{
+	c := jwt.MapClaims{
 		"iss": "nmauth",
 		"sub": sub,
 		"aud": []string{aud},
@@ -74,6 +77,10 @@ func (fg *forger) claims(aud, sub string, now time.Time, ttl time.Duration) jwt.
 		"exp": now.Add(ttl).Unix(),
 		"jti": rand.Text(),
 	}
+	if fg.gen != nil && aud != audNode {
+		c["gen"] = fg.gen(aud, sub)
+	}
+	return c
 }
 
 // sign signs c with HS256 under the subkey of aud and the forger's kid.

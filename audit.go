@@ -22,6 +22,12 @@ const (
 	EventRecoveryCodeUsed EventType = "totp.recovery_code_used"
 	EventMasterKeyUsed    EventType = "masterkey.used"
 	EventTokensRevoked    EventType = "tokens.revoked"
+	// EventHostMACChanged is a host login with the right password from
+	// another MAC address than the host's registered one.
+	EventHostMACChanged EventType = "host.mac_changed"
+	// EventHostMACRefused is such a login refused by
+	// [Config.RefuseMACChange].
+	EventHostMACRefused EventType = "host.mac_refused"
 )
 
 // Event is one audit record. It never holds a secret.

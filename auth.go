@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -95,6 +96,19 @@ type Config struct {
 	// is the connection's peer.
 	TrustedProxies []netip.Prefix
 
+	// RefuseMACChange refuses, with [ErrForbidden], a host login with the
+	// right password from another MAC address than the host's registered
+	// one, or with none. By default such a login succeeds and emits
+	// [EventHostMACChanged]: a MAC address is no secret and a host may
+	// change its network card. Either way it never answers as a wrong
+	// credential.
+	RefuseMACChange bool
+
+	// StoreTimeout bounds every Store call. Past it, or when the Store
+	// fails, the caller gets [ErrStoreUnavailable] (503 with Retry-After
+	// over HTTP). Defaults to 3 seconds.
+	StoreTimeout time.Duration
+
 	// NodeMember reports whether a host is a member of a network, for node
 	// login ([Authenticator.LoginNode]). It is asked only after the host's
 	// credentials are right; an error from it fails the login as a Store
@@ -135,6 +149,7 @@ func (c *Config) setDefaults() {
 	def(&c.EnrollmentTTL, 10*time.Minute)
 	def(&c.ReenrollWindow, 10*time.Minute)
 	def(&c.StatusCacheTTL, 2*time.Second)
+	def(&c.StoreTimeout, 3*time.Second)
 	if c.PasswordHashQueue == 0 {
 		c.PasswordHashQueue = 64
 	}
@@ -185,6 +200,10 @@ type Principal struct {
 	// IssuedAt and ExpiresAt bound the token; zero for the master key.
 	IssuedAt  time.Time `json:"issuedAt,omitzero"`
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+
+	// generation is the account generation the token was minted under;
+	// nil for the master key and for node tokens bound to no host.
+	generation *uint64
 }
 
 type principalKey struct{}
@@ -223,7 +242,7 @@ func New(cfg Config) (*Authenticator, error) {
 		return nil, errors.New("nmauth: Config.Store is required")
 	}
 	cfg.setDefaults()
-	for _, d := range []time.Duration{cfg.UserTokenTTL, cfg.PreAuthTokenTTL, cfg.HostTokenTTL, cfg.NodeTokenTTL, cfg.EnrollmentTTL, cfg.ReenrollWindow} {
+	for _, d := range []time.Duration{cfg.UserTokenTTL, cfg.PreAuthTokenTTL, cfg.HostTokenTTL, cfg.NodeTokenTTL, cfg.EnrollmentTTL, cfg.ReenrollWindow, cfg.StoreTimeout} {
 		if d < 0 {
 			return nil, errors.New("nmauth: Config lifetimes must be positive")
 		}
@@ -241,9 +260,10 @@ func New(cfg Config) (*Authenticator, error) {
 		kindHost:    cfg.HostTokenTTL,
 		kindNode:    cfg.NodeTokenTTL,
 	}
+	faults := &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second}
 	a := &Authenticator{
 		cfg:     cfg,
-		store:   cfg.Store,
+		store:   &guardedStore{Store: cfg.Store, timeout: cfg.StoreTimeout, log: faults},
 		ring:    ring,
 		minter:  &tokenMinter{ring: ring, issuer: cfg.Issuer, rand: cfg.Rand},
 		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
@@ -270,7 +290,9 @@ func PrepareUsername(name string) (string, error) {
 	return p, nil
 }
 
-// prepareHostID accepts 1 to 128 printable characters without spaces.
+// prepareHostID accepts 1 to 128 printable characters without spaces. A
+// UUID, the form netclient uses, is written in lower case, so that two
+// spellings of one UUID are one host.
 func prepareHostID(id string) (string, error) {
 	if id == "" || len(id) > 128 || !utf8.ValidString(id) {
 		return "", ErrInvalidHost
@@ -280,7 +302,28 @@ func prepareHostID(id string) (string, error) {
 			return "", ErrInvalidHost
 		}
 	}
+	if isUUID(id) {
+		id = strings.ToLower(id)
+	}
 	return id, nil
+}
+
+// isUUID reports whether s is a UUID in its 8-4-4-4-12 hex form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'):
+			return false
+		}
+	}
+	return true
 }
 
 // prepareMAC returns a MAC address in canonical form, or "" for "".
@@ -293,16 +336,6 @@ func prepareMAC(mac string) (string, error) {
 		return "", ErrInvalidHost
 	}
 	return hw.String(), nil
-}
-
-// nextValidAfter is the TokensValidAfter for a revocation at now of an
-// account whose current one is prev: every token minted at or before now
-// dies, and a clock stepping back never revives one.
-func nextValidAfter(now, prev time.Time) time.Time {
-	if next := now.Add(time.Nanosecond); next.After(prev) {
-		return next
-	}
-	return prev
 }
 
 // UserLogin is the result of a user login or of TOTP verification.
@@ -321,81 +354,50 @@ type UserLogin struct {
 // token; with TOTP on it returns a pre-auth token to redeem with
 // [Authenticator.VerifyTOTP]. An unknown user, a wrong password and a
 // disabled account all return [ErrInvalidCredentials] after the same work.
+//
+// The attempt is counted against the account and the client address in
+// ctx (see [WithClientAddr]) before the password is checked; too many
+// failures from one address answer a [*ThrottledError] to that address
+// only (see the README's Security section for the rules).
 func (a *Authenticator) LoginUser(ctx context.Context, username, password string) (UserLogin, error) {
 	name, nameErr := PrepareUsername(username)
 	pw, pwErr := preparePassword(password)
-	var u User
-	err := errors.Join(nameErr, pwErr)
-	if err == nil {
-		u, err = a.store.GetUser(ctx, name)
+	if err := errors.Join(nameErr, pwErr); err != nil {
+		return UserLogin{}, a.failUnknown(ctx, KindUser, username, password)
 	}
-	if err != nil {
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidUsername) || errors.Is(err, ErrInvalidPassword) {
-			return UserLogin{}, a.failUnknown(ctx, KindUser, username, password)
-		}
-		return UserLogin{}, err
-	}
-	now := a.now()
-	if now.Before(u.PasswordBlockedUntil) {
-		a.emit(Event{Type: EventLoginThrottled, Kind: KindUser, Name: name})
-		return UserLogin{}, &ThrottledError{RetryAfter: u.PasswordBlockedUntil.Sub(now)}
-	}
-	ok, upgrade, err := a.hasher.verify(ctx, u.PasswordHash, pw)
-	if err != nil && !errors.Is(err, errMalformedHash) {
-		return UserLogin{}, err
-	}
-	if err != nil {
-		a.log.Error("stored password hash is malformed", "user", name)
-	}
-	if !ok || u.Disabled {
-		return UserLogin{}, a.failUser(ctx, name, ok)
-	}
-	newHash := ""
-	if upgrade {
-		if newHash, err = a.hasher.hash(ctx, pw); err != nil {
-			a.log.Warn("password hash upgrade skipped", "user", name, "err", err)
-			newHash = ""
-		}
-	}
-	return a.finishUserLogin(ctx, name, newHash)
-}
-
-// finishUserLogin resets the failure counter, upgrades the hash if asked,
-// and mints the token the login earned.
-func (a *Authenticator) finishUserLogin(ctx context.Context, name, newHash string) (UserLogin, error) {
 	var out UserLogin
-	err := a.store.UpdateUser(ctx, name, func(u *User) error {
-		if u.Disabled {
-			return ErrInvalidCredentials
-		}
-		u.PasswordFailures = 0
-		u.PasswordBlockedUntil = time.Time{}
-		if newHash != "" {
-			u.PasswordHash = newHash
-		}
-		iat := a.now()
-		out = UserLogin{UserName: name}
-		if u.TOTPEnabled() {
-			tok, jti, err := a.minter.mint(mintArgs{kind: kindPreAuth, subject: name, issuedAt: iat, ttl: a.cfg.PreAuthTokenTTL})
-			if err != nil {
-				return err
-			}
-			u.PreAuthID, u.PreAuthFailures = jti, 0
-			out.PreAuthToken, out.TOTPRequired = tok, true
-			return nil
-		}
-		tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, issuedAt: iat, ttl: a.cfg.UserTokenTTL})
-		out.AuthToken = tok
+	t := loginTarget{kind: KindUser, name: name, unknown: ErrInvalidCredentials, update: func(ctx context.Context, fn func(account) error) error {
+		return a.store.UpdateUser(ctx, name, func(u *User) error { return fn(userAccount(u)) })
+	}}
+	err := a.login(ctx, t, pw, nil, func(acc account, iat time.Time) error {
+		var err error
+		out, err = a.grantUser(acc.user, iat)
 		return err
 	})
-	if errors.Is(err, ErrNotFound) {
-		err = ErrInvalidCredentials
-	}
 	if err != nil {
 		return UserLogin{}, err
 	}
-	a.emit(Event{Type: EventLoginSucceeded, Kind: KindUser, Name: name})
 	return out, nil
+}
+
+// grantUser mints what a user's right password earns, inside the atomic
+// update that granted it: a user token, or with TOTP on a pre-auth token,
+// which becomes the one the user may redeem.
+func (a *Authenticator) grantUser(u *User, iat time.Time) (UserLogin, error) {
+	gen := u.Generation
+	out := UserLogin{UserName: u.Name}
+	if u.TOTPEnabled() {
+		tok, jti, err := a.minter.mint(mintArgs{kind: kindPreAuth, subject: u.Name, issuedAt: iat, ttl: a.cfg.PreAuthTokenTTL, generation: &gen})
+		if err != nil {
+			return UserLogin{}, err
+		}
+		u.PreAuthID, u.PreAuthFailures = jti, 0
+		out.PreAuthToken, out.TOTPRequired = tok, true
+		return out, nil
+	}
+	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, issuedAt: iat, ttl: a.cfg.UserTokenTTL, generation: &gen})
+	out.AuthToken = tok
+	return out, err
 }
 
 // failUnknown spends the time of a real password check, so that an unknown
@@ -408,23 +410,123 @@ func (a *Authenticator) failUnknown(ctx context.Context, kind PrincipalKind, nam
 	return ErrInvalidCredentials
 }
 
-// failUser records a failed password for a known user. A right password on
-// a disabled account counts as no failure but answers the same.
-func (a *Authenticator) failUser(ctx context.Context, name string, passwordOK bool) error {
-	a.emit(Event{Type: EventLoginFailed, Kind: KindUser, Name: name})
-	if passwordOK {
-		return ErrInvalidCredentials
-	}
-	now := a.now()
-	err := a.store.UpdateUser(ctx, name, func(u *User) error {
-		u.PasswordFailures++
-		u.PasswordBlockedUntil = addDelay(now, passwordDelay(u.PasswordFailures))
-		return nil
-	})
-	if err != nil && !errors.Is(err, ErrNotFound) {
+// loginTarget is the account a login is for: a user or a host, reached
+// through the Store's atomic update of its kind.
+type loginTarget struct {
+	kind   PrincipalKind
+	name   string
+	update func(ctx context.Context, fn func(account) error) error
+	// unknown is the error for an account the Store does not hold.
+	unknown error
+}
+
+// errHashChanged stops a grant whose account got another password hash
+// while the password was being checked.
+var errHashChanged = errors.New("nmauth: password hash changed during login")
+
+// maxHashChanges bounds how often a login checks the password again
+// against a hash that changed under it.
+const maxHashChanges = 2
+
+// login is the one login path of users, hosts and nodes. In order:
+//
+//  1. a hashing slot is taken, so that an overload refuses the attempt
+//     before anything is counted;
+//  2. one atomic update checks the client's and the account's backoff and
+//     counts the attempt as a failure, so that concurrent guesses are all
+//     counted and a Store that cannot record refuses right and wrong
+//     passwords alike;
+//  3. the password is checked against the hash that update read;
+//  4. admit, when set, decides whether a right password may go on;
+//  5. a second atomic update grants the login only if the hash is still
+//     the one checked and the account is not disabled: it resets the
+//     counters and calls grant, which mints the token with the generation
+//     read in that same update. A token is thus never minted for a
+//     password that a concurrent change replaced, nor under a generation
+//     that a concurrent revocation moved past.
+//
+// grant gets the time to put in the token.
+func (a *Authenticator) login(ctx context.Context, t loginTarget, password string,
+	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
+	release, err := a.hasher.acquire(ctx)
+	if err != nil {
 		return err
 	}
-	return ErrInvalidCredentials
+	defer release()
+	client := clientKey(ctx)
+	now := a.now()
+	var hash string
+	err = t.update(ctx, func(acc account) error {
+		if wait := takeAttempt(acc, client, now); wait > 0 {
+			return &ThrottledError{RetryAfter: wait}
+		}
+		hash = *acc.hash
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrThrottled):
+		a.emit(Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
+		return err
+	case errors.Is(err, ErrNotFound):
+		a.hasher.checkDummy(password)
+		a.emit(Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+		return t.unknown
+	case err != nil:
+		return err
+	}
+	for changes := 0; ; changes++ {
+		ok, upgrade, err := a.hasher.check(hash, password)
+		if err != nil {
+			a.log.Error("stored password hash is malformed", "kind", string(t.kind), "name", t.name)
+			return fmt.Errorf("%w: password hash of %s %q", ErrDataFault, t.kind, t.name)
+		}
+		if !ok {
+			a.emit(Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+			return ErrInvalidCredentials
+		}
+		if admit != nil {
+			if err := admit(ctx); err != nil {
+				return err
+			}
+		}
+		newHash := ""
+		if upgrade {
+			if newHash, err = a.hasher.hashHeld(password); err != nil {
+				a.log.Warn("password hash upgrade skipped", "kind", string(t.kind), "name", t.name, "err", err)
+				newHash = ""
+			}
+		}
+		var current string
+		err = t.update(ctx, func(acc account) error {
+			if *acc.hash != hash {
+				current = *acc.hash
+				return errHashChanged
+			}
+			if *acc.disabled {
+				return ErrInvalidCredentials
+			}
+			grantAttempt(acc, client)
+			if newHash != "" {
+				*acc.hash = newHash
+			}
+			return grant(acc, a.now())
+		})
+		if errors.Is(err, errHashChanged) && changes < maxHashChanges {
+			hash = current
+			continue
+		}
+		switch {
+		case errors.Is(err, errHashChanged):
+			return fmt.Errorf("%w: the password changed during the login", ErrStoreUnavailable)
+		case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidCredentials):
+			a.emit(Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+			return ErrInvalidCredentials
+		case err != nil:
+			return err
+		}
+		a.emit(Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
+		return nil
+	}
 }
 
 // HostLogin is the result of a host login.
@@ -433,10 +535,11 @@ type HostLogin struct {
 	ID        string `json:"id"`
 }
 
-// LoginHost checks a host's id, password and, when the host has a
-// registered MAC address and the caller sends one, that they match, and
-// returns a host token. An unknown host id returns [ErrUnknownHost], which
-// matches [ErrInvalidCredentials], after the same work as a wrong password.
+// LoginHost checks a host's id and password, applies the MAC address
+// policy (see [Config.RefuseMACChange]) and returns a host token. An
+// unknown host id returns [ErrUnknownHost], which matches
+// [ErrInvalidCredentials], after the same work as a wrong password.
+// Attempts are counted as [Authenticator.LoginUser] counts them.
 func (a *Authenticator) LoginHost(ctx context.Context, id, mac, password string) (HostLogin, error) {
 	tok, id, err := a.loginHost(ctx, id, mac, password, KindHost, func(id string) mintArgs {
 		return mintArgs{kind: kindHost, subject: id, ttl: a.cfg.HostTokenTTL}
@@ -458,7 +561,8 @@ type NodeLogin struct {
 // and returns a node token for network, whose subject is the host id. The
 // host must be a member of network by [Config.NodeMember], asked only once
 // the credentials are right; a host that is not answers [ErrForbidden],
-// and so does every host when NodeMember is nil.
+// and so does every host when NodeMember is nil. The token dies with the
+// host's tokens (disable, delete, revoke).
 func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, password string) (NodeLogin, error) {
 	if !validNetwork(network) {
 		return NodeLogin{}, ErrInvalidNetwork
@@ -492,10 +596,10 @@ func validNetwork(network string) bool {
 	return err == nil
 }
 
-// loginHost checks a host's credentials, then asks admit (when set)
-// whether the login may go on, then mints the token that token describes
-// in the same atomic update that resets the failure counter. kind is what
-// the audit events name.
+// loginHost runs the login path for a host: it checks the credentials,
+// asks admit (when set) whether the login may go on, applies the MAC
+// policy and mints the token that token describes. kind is what the audit
+// events name.
 func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string, kind PrincipalKind,
 	token func(id string) mintArgs, admit func(ctx context.Context, id string) error) (string, string, error) {
 	id, idErr := prepareHostID(id)
@@ -504,82 +608,42 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 		return "", "", macErr
 	}
 	password, pwErr := preparePassword(password)
-	var h Host
-	err := errors.Join(idErr, pwErr)
-	if err == nil {
-		h, err = a.store.GetHost(ctx, id)
-	}
-	if err != nil {
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidHost) || errors.Is(err, ErrInvalidPassword) {
-			if err := a.failUnknown(ctx, kind, id, password); !errors.Is(err, ErrInvalidCredentials) {
-				return "", "", err
-			}
-			return "", "", ErrUnknownHost
-		}
-		return "", "", err
-	}
-	now := a.now()
-	if now.Before(h.PasswordBlockedUntil) {
-		a.emit(Event{Type: EventLoginThrottled, Kind: kind, Name: id})
-		return "", "", &ThrottledError{RetryAfter: h.PasswordBlockedUntil.Sub(now)}
-	}
-	ok, upgrade, err := a.hasher.verify(ctx, h.PasswordHash, password)
-	if err != nil && !errors.Is(err, errMalformedHash) {
-		return "", "", err
-	}
-	macOK := h.MACAddress == "" || mac == "" || mac == h.MACAddress
-	if !ok || !macOK || h.Disabled {
-		return "", "", a.failHost(ctx, id, ok && macOK)
-	}
-	if admit != nil {
-		if err := admit(ctx, id); err != nil {
+	if err := errors.Join(idErr, pwErr); err != nil {
+		if err := a.failUnknown(ctx, kind, id, password); !errors.Is(err, ErrInvalidCredentials) {
 			return "", "", err
 		}
+		return "", "", ErrUnknownHost
 	}
-	newHash := ""
-	if upgrade {
-		newHash, _ = a.hasher.hash(ctx, password)
+	t := loginTarget{kind: kind, name: id, unknown: ErrUnknownHost, update: func(ctx context.Context, fn func(account) error) error {
+		return a.store.UpdateHost(ctx, id, func(h *Host) error { return fn(hostAccount(h)) })
+	}}
+	var admitHost func(context.Context) error
+	if admit != nil {
+		admitHost = func(ctx context.Context) error { return admit(ctx, id) }
 	}
-	var tok string
-	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
-		if h.Disabled {
-			return ErrInvalidCredentials
-		}
-		h.PasswordFailures, h.PasswordBlockedUntil = 0, time.Time{}
-		if newHash != "" {
-			h.PasswordHash = newHash
+	var tok, registered string
+	err := a.login(ctx, t, password, admitHost, func(acc account, iat time.Time) error {
+		h := acc.host
+		registered = h.MACAddress
+		if a.cfg.RefuseMACChange && h.MACAddress != "" && mac != h.MACAddress {
+			return fmt.Errorf("%w: MAC address %q is not the host's", ErrForbidden, mac)
 		}
 		args := token(id)
-		args.issuedAt = a.now()
+		args.issuedAt, args.generation = iat, &h.Generation
 		var err error
 		tok, _, err = a.minter.mint(args)
 		return err
 	})
-	if errors.Is(err, ErrNotFound) {
-		err = ErrInvalidCredentials
+	if errors.Is(err, ErrForbidden) && registered != "" {
+		a.emit(Event{Type: EventHostMACRefused, Kind: kind, Name: id})
 	}
 	if err != nil {
 		return "", "", err
 	}
-	a.emit(Event{Type: EventLoginSucceeded, Kind: kind, Name: id})
+	if registered != "" && mac != "" && mac != registered {
+		a.emit(Event{Type: EventHostMACChanged, Kind: kind, Name: id})
+	}
 	return tok, id, nil
-}
-
-func (a *Authenticator) failHost(ctx context.Context, id string, credentialsOK bool) error {
-	a.emit(Event{Type: EventLoginFailed, Kind: KindHost, Name: id})
-	if credentialsOK {
-		return ErrInvalidCredentials
-	}
-	now := a.now()
-	err := a.store.UpdateHost(ctx, id, func(h *Host) error {
-		h.PasswordFailures++
-		h.PasswordBlockedUntil = addDelay(now, passwordDelay(h.PasswordFailures))
-		return nil
-	})
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	return ErrInvalidCredentials
 }
 
 // IssueNodeToken mints a node token for the application's own node
@@ -608,14 +672,3 @@ func addDelay(now time.Time, d time.Duration) time.Time {
 	return now.Add(d)
 }
 
-// passwordDelay is the backoff after n consecutive wrong passwords: none
-// for the first 5, then 1 s doubling up to 1 minute. So there are never
-// more than 5 consecutive failures without a delay, and an attacker cannot
-// hold an account shut for more than a minute at a time.
-func passwordDelay(n int) time.Duration {
-	const free, max = 5, time.Minute
-	if n < free {
-		return 0
-	}
-	return min(time.Second<<min(n-free, 16), max)
-}

@@ -49,22 +49,30 @@ func (a *Authenticator) parseBearer(token string) (Principal, error) {
 		return Principal{}, err
 	}
 	return Principal{
-		Kind:      kind.principalKind(),
-		Name:      c.Subject,
-		Network:   c.Network,
-		TOTP:      c.TOTP,
-		IssuedAt:  c.IssuedAt.Time,
-		ExpiresAt: c.ExpiresAt.Time,
+		Kind:       kind.principalKind(),
+		Name:       c.Subject,
+		Network:    c.Network,
+		TOTP:       c.TOTP,
+		IssuedAt:   c.IssuedAt.Time,
+		ExpiresAt:  c.ExpiresAt.Time,
+		generation: c.Generation,
 	}, nil
 }
 
 // checkStanding refuses a token whose user or host is gone, disabled, or
-// revoked after the token was issued.
+// at another generation than the one the token was minted under. A node
+// token minted by [Authenticator.LoginNode] stands or falls with its host.
 func (a *Authenticator) checkStanding(ctx context.Context, p Principal, now time.Time) error {
-	if p.Kind != KindUser && p.Kind != KindHost {
+	var k accountKey
+	switch {
+	case p.Kind == KindUser:
+		k = accountKey{kind: KindUser, name: p.Name}
+	case p.Kind == KindHost, p.Kind == KindNode && p.generation != nil:
+		k = accountKey{kind: KindHost, name: p.Name}
+	default:
 		return nil
 	}
-	st, err := a.status.get(ctx, accountKey{kind: p.Kind, name: p.Name}, now)
+	st, err := a.status.get(ctx, k, now)
 	if err != nil {
 		return err
 	}
@@ -133,12 +141,13 @@ func (c *tokenCache) put(d tokenDigest, p Principal, now time.Time) {
 // is built in loadStatus and read in admits only.
 type accountStatus struct {
 	active     bool
-	validAfter time.Time
+	generation uint64
 }
 
-// admits reports whether an account in this standing accepts p's token.
+// admits reports whether an account in this standing accepts p's token:
+// one minted under the account's current generation.
 func (st accountStatus) admits(p Principal) bool {
-	return st.active && !p.IssuedAt.Before(st.validAfter)
+	return st.active && p.generation != nil && *p.generation == st.generation
 }
 
 // loadStatus returns the function that reads an account's standing from s.
@@ -151,11 +160,11 @@ func loadStatus(s Store) func(context.Context, accountKey) (accountStatus, error
 		case KindUser:
 			var u User
 			u, err = s.GetUser(ctx, k.name)
-			st = accountStatus{active: !u.Disabled, validAfter: u.TokensValidAfter}
+			st = accountStatus{active: !u.Disabled, generation: u.Generation}
 		case KindHost:
 			var h Host
 			h, err = s.GetHost(ctx, k.name)
-			st = accountStatus{active: !h.Disabled, validAfter: h.TokensValidAfter}
+			st = accountStatus{active: !h.Disabled, generation: h.Generation}
 		}
 		if errors.Is(err, ErrNotFound) {
 			return accountStatus{}, nil

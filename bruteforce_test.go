@@ -217,6 +217,13 @@ func loginFor(t *testing.T, f *fixture) func() string {
 // minted tokens give the attacker exactly what real logins give.
 func mintedFor(t *testing.T, f *fixture) func() string {
 	fg := newForger(t, testSecret(1))
+	fg.gen = func(_, sub string) uint64 {
+		u, err := f.store.GetUser(context.Background(), sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Generation
+	}
 	return func() string {
 		t.Helper()
 		c := fg.claims(audPreAuth, victim, f.clock.Now(), policyPreAuthTTL)

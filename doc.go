@@ -52,6 +52,7 @@
 //	host      15 min  host login
 //	node      15 min  IssueNodeToken
 //
-// Disabling a user, changing the password or resetting TOTP revokes the
-// user's tokens.
+// Disabling a user, changing the password, resetting TOTP, and turning
+// TOTP on or replacing it revoke the user's tokens: each moves the
+// account's generation, which every token carries, so no clock decides.
 package nmauth

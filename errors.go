@@ -47,6 +47,18 @@ var (
 	ErrUnknownHost = fmt.Errorf("%w: unknown host", ErrInvalidCredentials)
 	// ErrInvalidNetwork is returned for a malformed network name.
 	ErrInvalidNetwork = errors.New("nmauth: invalid network")
+	// ErrStoreUnavailable is returned when the Store fails or does not
+	// answer within [Config.StoreTimeout]: a fault of the server, never of
+	// the credential, so the client should try again later.
+	ErrStoreUnavailable = errors.New("nmauth: store unavailable")
+	// ErrDataFault is returned when stored data cannot be used: a
+	// malformed password hash, a TOTP secret that will not open. The
+	// account is named in the error log, never its data.
+	ErrDataFault = errors.New("nmauth: stored data unusable")
+	// ErrSecretMismatch is returned by [Authenticator.CheckSecrets] when the
+	// Store holds accounts written under root secrets none of which is
+	// configured.
+	ErrSecretMismatch = errors.New("nmauth: the store was written under another root secret")
 )
 
 // ThrottledError is returned when an account or client must wait before

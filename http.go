@@ -55,6 +55,10 @@ type TOTPRequest struct {
 	URL       string `json:"otp_auth_url"`
 	Signature string `json:"otp_auth_url_signature"`
 	TOTP      string `json:"totp"`
+	// CurrentTOTP is, at complete-totp for a user who already has TOTP
+	// on, a code of the current secret or a recovery code (see
+	// [Authenticator.ReplaceTOTP]).
+	CurrentTOTP string `json:"current_totp,omitempty"`
 }
 
 // Handler returns an http.Handler serving the five routes of the spec and
@@ -100,9 +104,12 @@ func (a *Authenticator) Handler() http.Handler {
 	return mux
 }
 
-// limited applies the per-client limit to a route that checks secrets.
+// limited applies the per-client limit to a route that checks secrets,
+// and names the client to the login methods, which count attempts per
+// client address.
 func (a *Authenticator) limited(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(WithClientAddr(r.Context(), clientAddr(r, a.cfg.TrustedProxies)))
 		if d := a.clients.wait(r, a.now()); d > 0 {
 			a.emit(Event{Type: EventClientThrottled})
 			a.writeError(w, r, &ThrottledError{RetryAfter: d})
@@ -213,7 +220,7 @@ func (a *Authenticator) serveCompleteTOTP(w http.ResponseWriter, r *http.Request
 		return
 	}
 	p, _ := FromContext(r.Context())
-	out, err := a.CompleteTOTP(r.Context(), p, r.PathValue("username"), req.URL, req.Signature, req.TOTP)
+	out, err := a.ReplaceTOTP(r.Context(), p, r.PathValue("username"), req.URL, req.Signature, req.TOTP, req.CurrentTOTP)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -378,6 +385,10 @@ func errorStatus(err error) (int, string) {
 		return http.StatusTooManyRequests, "too many attempts, try again later"
 	case errors.Is(err, ErrOverloaded):
 		return http.StatusServiceUnavailable, "server busy, try again later"
+	case errors.Is(err, ErrStoreUnavailable):
+		return http.StatusServiceUnavailable, "service unavailable, try again later"
+	case errors.Is(err, ErrDataFault):
+		return http.StatusInternalServerError, "internal error"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "request cancelled"
 	}
@@ -395,7 +406,8 @@ func (a *Authenticator) writeError(w http.ResponseWriter, r *http.Request, err e
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(err)))
 	}
-	if status >= 500 {
+	// A Store fault is logged where it happens, at a bounded rate.
+	if status >= 500 && !errors.Is(err, ErrStoreUnavailable) {
 		// A full hashing queue is load shed by design, not a fault.
 		level := slog.LevelError
 		if status == http.StatusServiceUnavailable {

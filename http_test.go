@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,7 +22,8 @@ func TestHostLogin(t *testing.T) {
 		f.addHost(testHostIDs[1], "", "host-password-2")
 
 		// netmaker is the status in the Netmaker profile where it differs:
-		// its host ids are UUIDs in any case, and an unknown one is a 400.
+		// its host ids must be UUIDs, and an unknown one is a 400. A changed
+		// MAC logs in by default (Config.RefuseMACChange refuses it).
 		tests := []struct {
 			name, id, mac, password string
 			status, netmaker        int
@@ -30,10 +32,10 @@ func TestHostLogin(t *testing.T) {
 			{"mac in other notation", testHostIDs[0], "AA-BB-CC-DD-EE-01", "host-password-1", 200, 0},
 			{"no mac sent", testHostIDs[0], "", "host-password-1", 200, 0},
 			{"host without mac", testHostIDs[1], "aa:bb:cc:dd:ee:99", "host-password-2", 200, 0},
-			{"other mac", testHostIDs[0], "aa:bb:cc:dd:ee:02", "host-password-1", 401, 0},
+			{"other mac", testHostIDs[0], "aa:bb:cc:dd:ee:02", "host-password-1", 200, 0},
 			{"wrong password", testHostIDs[0], "", "wrong-password", 401, 0},
 			{"unknown host", testHostIDs[2], "", "host-password-1", 401, 400},
-			{"id in upper case", strings.ToUpper(testHostIDs[0]), "", "host-password-1", 401, 200},
+			{"id in upper case", strings.ToUpper(testHostIDs[0]), "", "host-password-1", 200, 0},
 			{"id not a UUID", "host-1", "", "host-password-1", 401, 400},
 			{"malformed mac", testHostIDs[0], "not-a-mac", "host-password-1", 400, 0},
 		}
@@ -268,8 +270,8 @@ func TestReenrollment(t *testing.T) {
 		plain := f.userToken("alice", "correct horse battery")
 		secret, _ := f.enroll("alice", plain)
 
-		// The token from before TOTP was on, without TOTP, cannot re-enroll.
-		wantError(t, f.do("/api/users/alice/auth/init-totp", plain, nil), 403)
+		// Turning TOTP on revoked the token from before, without TOTP.
+		wantError(t, f.do("/api/users/alice/auth/init-totp", plain, nil), 401)
 
 		pre := f.preAuthToken("alice", "correct horse battery")
 		r := f.verifyTOTP("alice", pre, f.code(secret, 0))
@@ -281,6 +283,93 @@ func TestReenrollment(t *testing.T) {
 		wantError(t, f.do("/api/users/alice/auth/init-totp", fresh, nil), 403)
 		f.initTOTP("alice", testMasterKey)
 	})
+}
+
+// TestTOTPOnRevokesAndReturnsAToken: turning TOTP on revokes the
+// password-only tokens, the caller's included, and complete-totp hands
+// back a fresh token that passed TOTP.
+func TestTOTPOnRevokesAndReturnsAToken(t *testing.T) {
+	f := newFixture(t)
+	f.addUser("alice", "correct horse battery")
+	plain := f.userToken("alice", "correct horse battery")
+	other := f.userToken("alice", "correct horse battery")
+	e := f.initTOTP("alice", plain)
+	r := f.do("/api/users/alice/auth/complete-totp", plain, map[string]string{
+		"otp_auth_url": e.url, "otp_auth_url_signature": e.signature, "totp": f.code(e.secret, 0),
+	})
+	wantStatus(t, r, 200)
+	for _, tok := range []string{plain, other} {
+		if _, err := f.auth.CheckBearer(context.Background(), tok); !errors.Is(err, nmauth.ErrUnauthenticated) {
+			t.Errorf("password-only token after TOTP on: %v, want ErrUnauthenticated", err)
+		}
+	}
+	fresh, _ := r.response(t)["authToken"].(string)
+	p, err := f.auth.CheckBearer(context.Background(), fresh)
+	if err != nil || !p.TOTP || p.Name != "alice" {
+		t.Fatalf("complete-totp token = %+v, %v; want alice's TOTP token", p, err)
+	}
+}
+
+// TestReplacingTheSecondFactor: a fresh TOTP token alone does not replace
+// the second factor; with a current code it does, right after the TOTP
+// login (the new secret's first code is not compared with the old
+// secret's steps), and every other token dies.
+func TestReplacingTheSecondFactor(t *testing.T) {
+	for _, withRecovery := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recovery=%t", withRecovery), func(t *testing.T) {
+			f := newFixture(t)
+			f.addUser("alice", "correct horse battery")
+			secret, codes := f.enroll("alice", f.userToken("alice", "correct horse battery"))
+			login := func() string {
+				r := f.verifyTOTP("alice", f.preAuthToken("alice", "correct horse battery"), f.code(secret, 0))
+				wantStatus(t, r, 200)
+				return r.json(t)["authToken"].(string)
+			}
+			bystander := login()
+			f.clock.Advance(30 * time.Second)
+			fresh := login()
+
+			e := f.initTOTP("alice", fresh)
+			body := map[string]string{"otp_auth_url": e.url, "otp_auth_url_signature": e.signature, "totp": f.code(e.secret, 0)}
+			wantError(t, f.do("/api/users/alice/auth/complete-totp", fresh, body), 403)
+
+			current := f.code(secret, 30*time.Second)
+			if withRecovery {
+				current = codes[0]
+			}
+			body["current_totp"] = current
+			r := f.do("/api/users/alice/auth/complete-totp", fresh, body)
+			wantStatus(t, r, 200)
+			for _, tok := range []string{bystander, fresh} {
+				if _, err := f.auth.CheckBearer(context.Background(), tok); !errors.Is(err, nmauth.ErrUnauthenticated) {
+					t.Errorf("token from before the replacement: %v, want ErrUnauthenticated", err)
+				}
+			}
+			if _, err := f.auth.CheckBearer(context.Background(), r.response(t)["authToken"].(string)); err != nil {
+				t.Errorf("token from the replacement refused: %v", err)
+			}
+			// The new secret is the one that counts now.
+			f.clock.Advance(30 * time.Second)
+			pre := f.preAuthToken("alice", "correct horse battery")
+			wantError(t, f.verifyTOTP("alice", pre, f.code(secret, 0)), 401)
+			wantStatus(t, f.verifyTOTP("alice", pre, f.code(e.secret, 0)), 200)
+		})
+	}
+}
+
+// TestPendingEnrollmentDiesWithPasswordChange: an init-totp answer is
+// bound to the account's generation.
+func TestPendingEnrollmentDiesWithPasswordChange(t *testing.T) {
+	f := newFixture(t)
+	f.addUser("alice", "correct horse battery")
+	e := f.initTOTP("alice", testMasterKey)
+	if err := f.auth.SetUserPassword(context.Background(), "alice", "another horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	r := f.do("/api/users/alice/auth/complete-totp", testMasterKey, map[string]string{
+		"otp_auth_url": e.url, "otp_auth_url_signature": e.signature, "totp": f.code(e.secret, 0),
+	})
+	wantError(t, r, 400)
 }
 
 func TestEnrollmentSignatureRules(t *testing.T) {

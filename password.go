@@ -152,15 +152,20 @@ func (h *passwordHasher) acquire(ctx context.Context) (release func(), err error
 // parameters and a fresh salt. password should already be prepared with
 // [checkPasswordPolicy].
 func (h *passwordHasher) hash(ctx context.Context, password string) (string, error) {
-	salt := make([]byte, argonSaltLen)
-	if _, err := io.ReadFull(h.rnd, salt); err != nil {
-		return "", fmt.Errorf("nmauth: reading password salt: %w", err)
-	}
 	release, err := h.acquire(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer release()
+	return h.hashHeld(password)
+}
+
+// hashHeld is hash for a caller that already holds a slot.
+func (h *passwordHasher) hashHeld(password string) (string, error) {
+	salt := make([]byte, argonSaltLen)
+	if _, err := io.ReadFull(h.rnd, salt); err != nil {
+		return "", fmt.Errorf("nmauth: reading password salt: %w", err)
+	}
 	p := currentArgonParams()
 	key := h.argonKey([]byte(password), salt, p.time, p.memory, p.threads, argonKeyLen)
 	return encodeArgonHash(argonHash{argonParams: p, salt: salt, key: key}), nil
@@ -172,26 +177,32 @@ func (h *passwordHasher) hash(ctx context.Context, password string) (string, err
 // ever true when ok is. A malformed or unknown hash gives an error wrapping
 // errMalformedHash; a full queue or an ended ctx gives their errors.
 func (h *passwordHasher) verify(ctx context.Context, encoded, password string) (ok, upgrade bool, err error) {
-	switch {
-	case strings.HasPrefix(encoded, argonPrefix):
-		return h.verifyArgon(ctx, encoded, password)
-	case isBcryptPrefix(encoded):
-		return h.verifyBcrypt(ctx, encoded, password)
-	default:
-		return false, false, fmt.Errorf("%w: unknown format", errMalformedHash)
-	}
-}
-
-func (h *passwordHasher) verifyArgon(ctx context.Context, encoded, password string) (ok, upgrade bool, err error) {
-	stored, err := parseArgonHash(encoded)
-	if err != nil {
-		return false, false, err
-	}
 	release, err := h.acquire(ctx)
 	if err != nil {
 		return false, false, err
 	}
 	defer release()
+	return h.check(encoded, password)
+}
+
+// check is verify for a caller that already holds a slot. Its only error
+// wraps errMalformedHash.
+func (h *passwordHasher) check(encoded, password string) (ok, upgrade bool, err error) {
+	switch {
+	case strings.HasPrefix(encoded, argonPrefix):
+		return h.verifyArgon(encoded, password)
+	case isBcryptPrefix(encoded):
+		return h.verifyBcrypt(encoded, password)
+	default:
+		return false, false, fmt.Errorf("%w: unknown format", errMalformedHash)
+	}
+}
+
+func (h *passwordHasher) verifyArgon(encoded, password string) (ok, upgrade bool, err error) {
+	stored, err := parseArgonHash(encoded)
+	if err != nil {
+		return false, false, err
+	}
 	p := stored.argonParams
 	key := h.argonKey([]byte(password), stored.salt, p.time, p.memory, p.threads, uint32(len(stored.key)))
 	if subtle.ConstantTimeCompare(key, stored.key) != 1 {
@@ -200,15 +211,10 @@ func (h *passwordHasher) verifyArgon(ctx context.Context, encoded, password stri
 	return true, stored.weakerThanCurrent(), nil
 }
 
-func (h *passwordHasher) verifyBcrypt(ctx context.Context, encoded, password string) (ok, upgrade bool, err error) {
+func (h *passwordHasher) verifyBcrypt(encoded, password string) (ok, upgrade bool, err error) {
 	if err := checkBcryptHash(encoded); err != nil {
 		return false, false, err
 	}
-	release, err := h.acquire(ctx)
-	if err != nil {
-		return false, false, err
-	}
-	defer release()
 	err = h.bcryptCompare([]byte(encoded), []byte(password))
 	switch {
 	case err == nil:
@@ -225,9 +231,19 @@ func (h *passwordHasher) verifyBcrypt(ctx context.Context, encoded, password str
 // one for a known user. Its only error is that of the concurrency bound,
 // so that an overload still answers as one.
 func (h *passwordHasher) verifyDummy(ctx context.Context, password string) error {
+	release, err := h.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	h.checkDummy(password)
+	return nil
+}
+
+// checkDummy is verifyDummy for a caller that already holds a slot.
+func (h *passwordHasher) checkDummy(password string) {
 	h.dummyOnce.Do(h.makeDummy)
-	_, _, err := h.verify(ctx, h.dummy, password)
-	return err
+	_, _, _ = h.check(h.dummy, password)
 }
 
 // makeDummy builds the dummy hash from random bytes rather than from a

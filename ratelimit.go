@@ -44,7 +44,7 @@ func (l *clientLimiter) wait(r *http.Request, now time.Time) time.Duration {
 	if l == nil {
 		return 0
 	}
-	addr := l.clientAddr(r)
+	addr := clientAddr(r, l.trusted)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lim, ok := l.clients[addr]
@@ -78,23 +78,26 @@ func (l *clientLimiter) evict(now time.Time) {
 }
 
 // clientAddr is the connection's peer address, or, when the peer is a
-// trusted proxy, the nearest untrusted address in X-Forwarded-For. IPv6
-// clients are grouped by /64, the block a single host usually holds.
-func (l *clientLimiter) clientAddr(r *http.Request) netip.Addr {
+// trusted proxy, the nearest untrusted address in X-Forwarded-For. A hop
+// may carry a port ("192.0.2.1:5678", "[2001:db8::1]:443"). A hop that is
+// no address at all ("unknown", an obfuscated name) gives the invalid
+// address: such clients share one bucket, apart from the proxy's own.
+// IPv6 clients are grouped by /64, the block a single host usually holds.
+func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	addr := ap.Addr().Unmap()
 	if err != nil {
 		addr = netip.IPv6Unspecified()
 	}
-	if l.isTrusted(addr) {
+	if isTrusted(trusted, addr) {
 		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 		for i := len(hops) - 1; i >= 0; i-- {
-			hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-			if err != nil {
-				break
+			hop, ok := parseHop(hops[i])
+			if !ok {
+				return netip.Addr{}
 			}
-			addr = hop.Unmap()
-			if !l.isTrusted(addr) {
+			addr = hop
+			if !isTrusted(trusted, addr) {
 				break
 			}
 		}
@@ -105,8 +108,21 @@ func (l *clientLimiter) clientAddr(r *http.Request) netip.Addr {
 	return addr
 }
 
-func (l *clientLimiter) isTrusted(a netip.Addr) bool {
-	for _, p := range l.trusted {
+// parseHop reads one X-Forwarded-For entry: an address, with or without a
+// port, IPv6 with or without brackets.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	return netip.Addr{}, false
+}
+
+func isTrusted(trusted []netip.Prefix, a netip.Addr) bool {
+	for _, p := range trusted {
 		if p.Contains(a) {
 			return true
 		}

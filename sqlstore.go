@@ -65,7 +65,11 @@ type SQLStore struct {
 	writes chan struct{}
 }
 
-var _ Store = (*SQLStore)(nil)
+var (
+	_ Store         = (*SQLStore)(nil)
+	_ KeyCheckStore = (*SQLStore)(nil)
+	_ Pinger        = (*SQLStore)(nil)
+)
 
 var (
 	errSQLNilDB       = errors.New("nmauth: sql store: nil database")
@@ -254,6 +258,47 @@ func (s *SQLStore) DeleteHost(ctx context.Context, id string) error {
 	})
 }
 
+// KeyChecks implements [KeyCheckStore].
+func (s *SQLStore) KeyChecks(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT key_id, check_value FROM nmauth_key_checks")
+	if err != nil {
+		return nil, wrapSQL("key checks", err)
+	}
+	defer rows.Close()
+	checks := map[string]string{}
+	for rows.Next() {
+		var id, v string
+		if err := rows.Scan(&id, &v); err != nil {
+			return nil, wrapSQL("key checks", err)
+		}
+		checks[id] = v
+	}
+	return checks, wrapSQL("key checks", rows.Err())
+}
+
+// AddKeyCheck implements [KeyCheckStore].
+func (s *SQLStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
+	err := s.insert(ctx, "add key check", s.q.rebind("INSERT INTO nmauth_key_checks (key_id, check_value) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING"), []any{keyID, check})
+	if errors.Is(err, ErrExists) {
+		return nil
+	}
+	return err
+}
+
+// HasAccounts implements [KeyCheckStore].
+func (s *SQLStore) HasAccounts(ctx context.Context) (bool, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_users LIMIT 1) u) + (SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_hosts LIMIT 1) h)").Scan(&n)
+	return n > 0, wrapSQL("has accounts", err)
+}
+
+// Ping implements [Pinger] with a query on the store's own tables, so that
+// it fails when the database does not answer.
+func (s *SQLStore) Ping(ctx context.Context) error {
+	var n int64
+	return wrapSQL("ping", s.db.QueryRowContext(ctx, sqlCurrentVersion).Scan(&n))
+}
+
 // insert runs an INSERT ... ON CONFLICT DO NOTHING and reports a row that
 // was not inserted as ErrExists. Letting the database decide keeps two
 // concurrent creates of one key correct without reading driver error codes.
@@ -424,6 +469,24 @@ var sqlMigrations = []func(Dialect) []string{
 			`CREATE INDEX nmauth_hosts_id_bytes ON nmauth_hosts (id COLLATE "C")`,
 		}
 	},
+	// Version 3: revocation by generation rather than by clock, failures
+	// per client address, and the check values of the root secrets. Rows
+	// from earlier versions start at generation 0; tokens minted before carry no
+	// generation and are refused, so an upgrade logs everyone out once.
+	func(Dialect) []string {
+		var stmts []string
+		for _, table := range []string{"nmauth_users", "nmauth_hosts"} {
+			stmts = append(stmts,
+				"ALTER TABLE "+table+" ADD COLUMN generation BIGINT NOT NULL DEFAULT 0",
+				"ALTER TABLE "+table+" ADD COLUMN password_clients TEXT NOT NULL DEFAULT '[]'",
+				"ALTER TABLE "+table+" DROP COLUMN tokens_valid_after",
+			)
+		}
+		return append(stmts, `CREATE TABLE nmauth_key_checks (
+	key_id TEXT NOT NULL PRIMARY KEY,
+	check_value TEXT NOT NULL
+)`)
+	},
 }
 
 // The column lists put the key first; userArgs, hostArgs, scanUser and
@@ -433,13 +496,13 @@ var (
 		"name", "password_hash", "disabled",
 		"totp_secret", "totp_last_step", "totp_failures", "totp_blocked_until",
 		"preauth_id", "preauth_failures", "recovery_codes",
-		"password_failures", "password_blocked_until",
-		"tokens_valid_after", "created_at",
+		"password_failures", "password_blocked_until", "password_clients",
+		"generation", "created_at",
 	}
 	sqlHostColumns = []string{
 		"id", "mac_address", "password_hash", "disabled",
-		"password_failures", "password_blocked_until",
-		"tokens_valid_after", "created_at",
+		"password_failures", "password_blocked_until", "password_clients",
+		"generation", "created_at",
 	}
 )
 
@@ -532,7 +595,11 @@ func userArgs(u User) ([]any, error) {
 	if err != nil {
 		return nil, wrapSQL("encode recovery codes", err)
 	}
-	times, err := encodeTimes(u.TOTPBlockedUntil, u.PasswordBlockedUntil, u.TokensValidAfter, u.CreatedAt)
+	clients, err := encodeClients(u.PasswordClients)
+	if err != nil {
+		return nil, err
+	}
+	times, err := encodeTimes(u.TOTPBlockedUntil, u.PasswordBlockedUntil, u.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -544,21 +611,48 @@ func userArgs(u User) ([]any, error) {
 		u.Name, u.PasswordHash, u.Disabled,
 		secret, u.TOTPLastStep, u.TOTPFailures, times[0],
 		u.PreAuthID, u.PreAuthFailures, string(codes),
-		u.PasswordFailures, times[1],
-		times[2], times[3],
+		u.PasswordFailures, times[1], clients,
+		int64(u.Generation), times[2],
 	}, nil
+}
+
+// encodeClients writes the per-client failures as JSON, "[]" for none.
+func encodeClients(cs []ClientFailures) (string, error) {
+	if cs == nil {
+		cs = []ClientFailures{}
+	}
+	b, err := json.Marshal(cs)
+	if err != nil {
+		return "", wrapSQL("encode client failures", err)
+	}
+	return string(b), nil
+}
+
+func decodeClients(s string) ([]ClientFailures, error) {
+	var cs []ClientFailures
+	if err := json.Unmarshal([]byte(s), &cs); err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	return cs, nil
 }
 
 // hostArgs returns h's column values in the order of sqlHostColumns.
 func hostArgs(h Host) ([]any, error) {
-	times, err := encodeTimes(h.PasswordBlockedUntil, h.TokensValidAfter, h.CreatedAt)
+	clients, err := encodeClients(h.PasswordClients)
+	if err != nil {
+		return nil, err
+	}
+	times, err := encodeTimes(h.PasswordBlockedUntil, h.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
 	return []any{
 		h.ID, h.MACAddress, h.PasswordHash, h.Disabled,
-		h.PasswordFailures, times[0],
-		times[1], times[2],
+		h.PasswordFailures, times[0], clients,
+		int64(h.Generation), times[1],
 	}, nil
 }
 
@@ -569,16 +663,16 @@ type rowScanner interface {
 
 func scanUser(row rowScanner) (User, error) {
 	var (
-		u                                   User
-		codes                               string
-		totpBlocked, pwBlocked, valid, made int64
+		u                                 User
+		codes, clients                    string
+		totpBlocked, pwBlocked, gen, made int64
 	)
 	err := row.Scan(
 		&u.Name, &u.PasswordHash, &u.Disabled,
 		&u.TOTPSecret, &u.TOTPLastStep, &u.TOTPFailures, &totpBlocked,
 		&u.PreAuthID, &u.PreAuthFailures, &codes,
-		&u.PasswordFailures, &pwBlocked,
-		&valid, &made,
+		&u.PasswordFailures, &pwBlocked, &clients,
+		&gen, &made,
 	)
 	if err != nil {
 		return User{}, err
@@ -586,28 +680,35 @@ func scanUser(row rowScanner) (User, error) {
 	if err := json.Unmarshal([]byte(codes), &u.RecoveryCodes); err != nil {
 		return User{}, fmt.Errorf("decode recovery codes of %q: %w", u.Name, err)
 	}
+	if u.PasswordClients, err = decodeClients(clients); err != nil {
+		return User{}, fmt.Errorf("decode client failures of %q: %w", u.Name, err)
+	}
 	u.TOTPBlockedUntil = decodeTime(totpBlocked)
 	u.PasswordBlockedUntil = decodeTime(pwBlocked)
-	u.TokensValidAfter = decodeTime(valid)
+	u.Generation = uint64(gen)
 	u.CreatedAt = decodeTime(made)
 	return u, nil
 }
 
 func scanHost(row rowScanner) (Host, error) {
 	var (
-		h                      Host
-		pwBlocked, valid, made int64
+		h                    Host
+		clients              string
+		pwBlocked, gen, made int64
 	)
 	err := row.Scan(
 		&h.ID, &h.MACAddress, &h.PasswordHash, &h.Disabled,
-		&h.PasswordFailures, &pwBlocked,
-		&valid, &made,
+		&h.PasswordFailures, &pwBlocked, &clients,
+		&gen, &made,
 	)
 	if err != nil {
 		return Host{}, err
 	}
+	if h.PasswordClients, err = decodeClients(clients); err != nil {
+		return Host{}, fmt.Errorf("decode client failures of %q: %w", h.ID, err)
+	}
 	h.PasswordBlockedUntil = decodeTime(pwBlocked)
-	h.TokensValidAfter = decodeTime(valid)
+	h.Generation = uint64(gen)
 	h.CreatedAt = decodeTime(made)
 	return h, nil
 }

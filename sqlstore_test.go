@@ -253,7 +253,7 @@ func testSQLTimeRange(t *testing.T, d nmauth.Dialect, fresh func(*testing.T) sql
 				t.Errorf("GetUser after refused create = %v, want ErrNotFound", err)
 			}
 			err := s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-				u.TokensValidAfter = tc.when
+				u.TOTPBlockedUntil = tc.when
 				u.TOTPFailures = 9
 				return nil
 			})
@@ -381,7 +381,7 @@ func checkSameUser(t *testing.T, s nmauth.Store, name string, want nmauth.User) 
 		string(got.TOTPSecret) != string(want.TOTPSecret) || (got.TOTPSecret == nil) != (want.TOTPSecret == nil) ||
 		got.TOTPLastStep != want.TOTPLastStep || got.TOTPFailures != want.TOTPFailures ||
 		!slices.Equal(got.RecoveryCodes, want.RecoveryCodes) ||
-		!got.CreatedAt.Equal(want.CreatedAt) || !got.TokensValidAfter.Equal(want.TokensValidAfter) {
+		!got.CreatedAt.Equal(want.CreatedAt) || got.Generation != want.Generation {
 		t.Errorf("GetUser(%q) = %+v, want %+v", name, got, want)
 	}
 }

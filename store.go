@@ -46,14 +46,39 @@ type User struct {
 	// RecoveryCodes holds the hashes of the unused recovery codes.
 	RecoveryCodes []string
 
-	// PasswordFailures counts consecutive wrong passwords.
+	// PasswordFailures counts consecutive password attempts that did not
+	// succeed, from every client: an attempt is counted before its password
+	// is checked and the count resets when one succeeds.
 	PasswordFailures int
-	// PasswordBlockedUntil is the end of the current password backoff.
+	// PasswordBlockedUntil is the end of the account-wide backoff, which
+	// starts only past the account's ceiling of failures.
 	PasswordBlockedUntil time.Time
+	// PasswordClients counts the failures per client address, oldest
+	// first.
+	PasswordClients []ClientFailures
 
-	// TokensValidAfter revokes every token issued before it.
-	TokensValidAfter time.Time
-	CreatedAt        time.Time
+	// Generation is the account's revocation counter: every token carries
+	// the generation it was minted under and dies when the counter moves.
+	// It starts at a random value, so a re-created account never matches
+	// the tokens of a deleted one.
+	Generation uint64
+	CreatedAt  time.Time
+}
+
+// ClientFailures is the attempt count of one client address (an IPv4
+// address or an IPv6 /64) against one account.
+type ClientFailures struct {
+	// Client is the address or prefix in text form; "" when the caller
+	// gave no address.
+	Client string `json:"c"`
+	// Failures counts consecutive attempts from Client that did not
+	// succeed.
+	Failures int `json:"f"`
+	// BlockedUntil is the end of Client's backoff.
+	BlockedUntil time.Time `json:"b"`
+	// Known marks a client that has logged in to the account: the
+	// account-wide backoff never applies to it.
+	Known bool `json:"k,omitempty"`
 }
 
 // TOTPEnabled reports whether the user has finished TOTP enrollment.
@@ -70,9 +95,11 @@ type Host struct {
 
 	PasswordFailures     int
 	PasswordBlockedUntil time.Time
+	PasswordClients      []ClientFailures
 
-	TokensValidAfter time.Time
-	CreatedAt        time.Time
+	// Generation is the host's revocation counter; see [User.Generation].
+	Generation uint64
+	CreatedAt  time.Time
 }
 
 // Store keeps users, hosts and the counters that must hold across replicas.
@@ -122,16 +149,20 @@ type Store interface {
 // suits tests, examples and single-process deployments that can afford to
 // lose their data at restart. The zero value is ready to use.
 type MemoryStore struct {
-	mu    sync.Mutex
-	users map[string]User
-	hosts map[string]Host
+	mu     sync.Mutex
+	users  map[string]User
+	hosts  map[string]Host
+	checks map[string]string
 	// userKeys and hostKeys are the keys in byte order, for paging; they
 	// are sorted again only by the first page read after a create or a
 	// delete, so that walking a large store sorts it once.
 	userKeys, hostKeys sortedKeys
 }
 
-var _ Store = (*MemoryStore)(nil)
+var (
+	_ Store         = (*MemoryStore)(nil)
+	_ KeyCheckStore = (*MemoryStore)(nil)
+)
 
 // NewMemoryStore returns an empty [MemoryStore].
 func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
@@ -228,7 +259,7 @@ func (s *MemoryStore) GetHost(ctx context.Context, id string) (Host, error) {
 	if !ok {
 		return Host{}, ErrNotFound
 	}
-	return h, nil
+	return cloneHost(h), nil
 }
 
 // ListHosts implements [Store].
@@ -259,7 +290,7 @@ func (s *MemoryStore) CreateHost(ctx context.Context, h Host) error {
 	if s.hosts == nil {
 		s.hosts = make(map[string]Host)
 	}
-	s.hosts[h.ID] = h
+	s.hosts[h.ID] = cloneHost(h)
 	s.hostKeys.stale = true
 	return nil
 }
@@ -275,6 +306,7 @@ func (s *MemoryStore) UpdateHost(ctx context.Context, id string, fn func(*Host) 
 	if !ok {
 		return ErrNotFound
 	}
+	h = cloneHost(h)
 	if err := fn(&h); err != nil {
 		return err
 	}
@@ -302,6 +334,7 @@ func (s *MemoryStore) DeleteHost(ctx context.Context, id string) error {
 func cloneUser(u User) User {
 	u.TOTPSecret = slices.Clone(u.TOTPSecret)
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
+	u.PasswordClients = slices.Clone(u.PasswordClients)
 	return u
 }
 
@@ -328,4 +361,45 @@ func pageKeys[V any](k *sortedKeys, m map[string]V, after string, limit int) []s
 		i++
 	}
 	return k.keys[i:min(i+limit, len(k.keys))]
+}
+
+func cloneHost(h Host) Host {
+	h.PasswordClients = slices.Clone(h.PasswordClients)
+	return h
+}
+
+// KeyChecks implements [KeyCheckStore].
+func (s *MemoryStore) KeyChecks(ctx context.Context) (map[string]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.checks), nil
+}
+
+// AddKeyCheck implements [KeyCheckStore].
+func (s *MemoryStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.checks[keyID]; !ok {
+		if s.checks == nil {
+			s.checks = make(map[string]string)
+		}
+		s.checks[keyID] = check
+	}
+	return nil
+}
+
+// HasAccounts implements [KeyCheckStore].
+func (s *MemoryStore) HasAccounts(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.users)+len(s.hosts) > 0, nil
 }

@@ -67,6 +67,10 @@ type claims struct {
 	Network string `json:"net,omitempty"`
 	// TOTP marks a user token minted by a login that passed TOTP.
 	TOTP bool `json:"totp,omitempty"`
+	// Generation is the account's revocation counter when the token was
+	// minted (see [User.Generation]); user, pre-auth and host tokens must
+	// carry it. Absent from node tokens an application mints itself.
+	Generation *uint64 `json:"gen,omitempty"`
 }
 
 // GetIssuedAt implements jwt.Claims with the precise iat.
@@ -100,7 +104,10 @@ func (t *issuedAt) UnmarshalJSON(b []byte) error {
 
 // ringKey holds the subkeys derived from one root secret.
 type ringKey struct {
-	id     string
+	id string
+	// check is the value a Store keeps to recognise this secret later
+	// (see KeyCheckStore); hex of its own HKDF subkey.
+	check  string
 	jwt    [numKinds][]byte
 	enroll []byte
 	seal   cipher.AEAD
@@ -138,6 +145,7 @@ func newKeyRing(secrets [][]byte) (*keyRing, error) {
 func deriveRingKey(secret []byte) (*ringKey, error) {
 	k := &ringKey{}
 	k.id = hex.EncodeToString(subkey(secret, "nmauth key id", 8))
+	k.check = hex.EncodeToString(subkey(secret, "nmauth key check", 32))
 	for kind := range numKinds {
 		k.jwt[kind] = subkey(secret, "nmauth jwt "+kindAudience[kind], 32)
 	}
@@ -163,6 +171,25 @@ func subkey(secret []byte, purpose string, n int) []byte {
 
 func (r *keyRing) signer() *ringKey { return r.keys[0] }
 
+// matchesAny reports whether a stored check value, by key id, is that of
+// a configured secret. The values are compared in constant time.
+func (r *keyRing) matchesAny(checks map[string]string) bool {
+	for _, k := range r.keys {
+		if v, ok := checks[k.id]; ok && hmac.Equal([]byte(v), []byte(k.check)) {
+			return true
+		}
+	}
+	return false
+}
+
+// sealedKeyID is the key id a sealed TOTP secret names, "" if malformed.
+func (r *keyRing) sealedKeyID(sealed []byte) string {
+	if len(sealed) < 9 {
+		return ""
+	}
+	return hex.EncodeToString(sealed[1:9])
+}
+
 func (r *keyRing) byID(id string) *ringKey {
 	for _, k := range r.keys {
 		if k.id == id {
@@ -187,6 +214,9 @@ type mintArgs struct {
 	totp     bool
 	issuedAt time.Time
 	ttl      time.Duration
+	// generation is the account's counter; nil for a token bound to no
+	// account.
+	generation *uint64
 }
 
 // mint signs a token and returns it with its jti.
@@ -204,9 +234,10 @@ func (m *tokenMinter) mint(a mintArgs) (token, jti string, err error) {
 			ExpiresAt: jwt.NewNumericDate(a.issuedAt.Add(a.ttl)),
 			ID:        jti,
 		},
-		IssuedAt: issuedAt{a.issuedAt},
-		Network:  a.network,
-		TOTP:     a.totp,
+		IssuedAt:   issuedAt{a.issuedAt},
+		Network:    a.network,
+		TOTP:       a.totp,
+		Generation: a.generation,
 	}
 	key := m.ring.signer()
 	t := jwt.NewWithClaims(jwt.SigningMethodHS256, &c)
@@ -279,6 +310,9 @@ func (v *tokenVerifier) verify(token string) (*claims, tokenKind, error) {
 	if kind == kindNode && c.Network == "" {
 		return nil, 0, ErrUnauthenticated
 	}
+	if kind != kindNode && c.Generation == nil {
+		return nil, 0, ErrUnauthenticated
+	}
 	if c.IssuedAt.After(v.now().Add(maxClockSkew)) || c.ExpiresAt.Sub(c.IssuedAt.Time) > v.ttl[kind] {
 		return nil, 0, ErrUnauthenticated
 	}
@@ -307,22 +341,25 @@ func containsKind(kinds []tokenKind, k tokenKind) bool {
 	return false
 }
 
-// enrollmentSignature binds an otpauth URL to one user until an expiry.
-// Its form is "<expiry unix>.<key id>.<base64url HMAC-SHA256>".
-func (k *ringKey) enrollmentSignature(username, url string, expires time.Time) string {
+// enrollmentSignature binds an otpauth URL to one user at one generation
+// of the account until an expiry, so that a revoking change (a new
+// password, a disable) kills a pending enrollment. Its form is
+// "<expiry unix>.<key id>.<base64url HMAC-SHA256>".
+func (k *ringKey) enrollmentSignature(username, url string, gen uint64, expires time.Time) string {
 	exp := expires.Unix()
-	return fmt.Sprintf("%d.%s.%s", exp, k.id, base64.RawURLEncoding.EncodeToString(k.enrollmentMAC(username, url, exp)))
+	return fmt.Sprintf("%d.%s.%s", exp, k.id, base64.RawURLEncoding.EncodeToString(k.enrollmentMAC(username, url, gen, exp)))
 }
 
-func (k *ringKey) enrollmentMAC(username, url string, exp int64) []byte {
+func (k *ringKey) enrollmentMAC(username, url string, gen uint64, exp int64) []byte {
 	m := hmac.New(sha256.New, k.enroll)
 	// Length-prefixed fields so no two inputs share an encoding.
-	fmt.Fprintf(m, "nmauth-enrollment-v1|%d:%s|%d:%s|%d", len(username), username, len(url), url, exp)
+	fmt.Fprintf(m, "nmauth-enrollment-v2|%d:%s|%d:%s|%d|%d", len(username), username, len(url), url, gen, exp)
 	return m.Sum(nil)
 }
 
-// checkEnrollment verifies a signature made by enrollmentSignature.
-func (r *keyRing) checkEnrollment(username, url, sig string, now time.Time) bool {
+// checkEnrollment verifies a signature made by enrollmentSignature for the
+// account's current generation.
+func (r *keyRing) checkEnrollment(username, url, sig string, gen uint64, now time.Time) bool {
 	parts := strings.SplitN(sig, ".", 3)
 	if len(parts) != 3 {
 		return false
@@ -339,7 +376,7 @@ func (r *keyRing) checkEnrollment(username, url, sig string, now time.Time) bool
 	if key == nil || !now.Before(time.Unix(exp, 0)) {
 		return false
 	}
-	return hmac.Equal(got, key.enrollmentMAC(username, url, exp))
+	return hmac.Equal(got, key.enrollmentMAC(username, url, gen, exp))
 }
 
 // sealedVersion prefixes every sealed TOTP secret.

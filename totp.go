@@ -70,6 +70,10 @@ type Completion struct {
 	// RecoveryCodes are shown to the user once and never again; each logs
 	// in once in place of a TOTP code.
 	RecoveryCodes []string `json:"recoveryCodes"`
+	// AuthToken is a fresh user token that passed TOTP, for a user who
+	// enrolled themself: turning TOTP on revokes every earlier token of
+	// the account, the caller's included. Empty for the master key.
+	AuthToken string `json:"authToken,omitempty"`
 }
 
 // authorizeEnrollment decides whether p may enroll TOTP for u: the user
@@ -135,7 +139,7 @@ func (a *Authenticator) InitTOTP(ctx context.Context, p Principal, username stri
 	}
 	return Enrollment{
 		URL:       url,
-		Signature: a.ring.signer().enrollmentSignature(u.Name, url, a.now().Add(a.cfg.EnrollmentTTL)),
+		Signature: a.ring.signer().enrollmentSignature(u.Name, url, u.Generation, a.now().Add(a.cfg.EnrollmentTTL)),
 		QRCode:    qrCode,
 	}, nil
 }
@@ -168,20 +172,44 @@ func qrDataURL(url string) (string, error) {
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }
 
+// errSealedSecret marks a stored TOTP secret that will not open.
+var errSealedSecret = errors.New("nmauth: sealed totp secret")
+
 // errWrongEnrollmentCode is a wrong first code at complete-totp.
 var errWrongEnrollmentCode = fmt.Errorf("%w: wrong code", ErrInvalidEnrollment)
 
 // CompleteTOTP finishes an enrollment started by [Authenticator.InitTOTP]:
 // it checks the signature and a code from the authenticator app, then
 // stores the secret sealed and turns TOTP on. It returns the user's new
-// recovery codes, which replace any earlier ones.
+// recovery codes, which replace any earlier ones. Turning TOTP on revokes
+// every token of the account; a user enrolling themself gets a fresh
+// token that passed TOTP in [Completion.AuthToken]. A user who already has
+// TOTP on replaces it with [Authenticator.ReplaceTOTP]; here only the
+// master key may.
 func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username, url, signature, code string) (Completion, error) {
+	return a.completeTOTP(ctx, p, username, url, signature, code, "")
+}
+
+// ReplaceTOTP is [Authenticator.CompleteTOTP] for a user who already has
+// TOTP on and replaces their second factor: current must be a code of the
+// current secret or an unused recovery code, counted as a verify-totp code
+// is. For a user without TOTP, current is ignored.
+func (a *Authenticator) ReplaceTOTP(ctx context.Context, p Principal, username, url, signature, code, current string) (Completion, error) {
+	return a.completeTOTP(ctx, p, username, url, signature, code, current)
+}
+
+// errCurrentFactorNeeded refuses a replacement of a second factor without
+// a code of the current one.
+var errCurrentFactorNeeded = fmt.Errorf("%w: replacing TOTP needs a current code or a recovery code", ErrForbidden)
+
+func (a *Authenticator) completeTOTP(ctx context.Context, p Principal, username, url, signature, code, current string) (Completion, error) {
 	u, err := a.enrollee(ctx, p, username)
 	if err != nil {
 		return Completion{}, err
 	}
 	now := a.now()
-	if !a.ring.checkEnrollment(u.Name, url, signature, now) {
+	gen := u.Generation
+	if !a.ring.checkEnrollment(u.Name, url, signature, gen, now) {
 		return Completion{}, ErrInvalidEnrollment
 	}
 	secret, err := enrollmentSecret(url, u.Name, a.cfg.Issuer)
@@ -191,9 +219,16 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 	if !wellFormedTOTP(code) {
 		return Completion{}, ErrMalformedCode
 	}
+	// The new secret's steps have never been used: its first code is
+	// compared with no earlier step.
 	step, _ := matchTOTP(secret, code, now, -1)
 	if step < 0 {
 		return Completion{}, errWrongEnrollmentCode
+	}
+	needCurrent := p.Kind != KindMaster && u.TOTPEnabled()
+	recovery := isRecoveryCode(current)
+	if needCurrent && !recovery && !wellFormedTOTP(current) {
+		return Completion{}, errCurrentFactorNeeded
 	}
 	sealed, err := a.ring.sealTOTP(a.cfg.Rand, u.Name, secret)
 	if err != nil {
@@ -203,24 +238,67 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 	if err != nil {
 		return Completion{}, err
 	}
+	var r secondFactor
+	var tok string
 	err = a.store.UpdateUser(ctx, u.Name, func(u *User) error {
 		if err := a.authorizeEnrollment(p, u, now); err != nil {
 			return err
 		}
-		if u.TOTPEnabled() && step <= u.TOTPLastStep {
-			return errWrongEnrollmentCode
+		if u.Generation != gen {
+			return ErrInvalidEnrollment
+		}
+		if needCurrent != (p.Kind != KindMaster && u.TOTPEnabled()) {
+			return errCurrentFactorNeeded
+		}
+		if needCurrent {
+			if r = a.checkCurrentFactor(u, current, recovery, now); r.abort != nil || r.failed != nil {
+				return r.abort
+			}
 		}
 		u.TOTPSecret, u.TOTPLastStep = sealed, step
 		u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
 		u.PreAuthID, u.PreAuthFailures = "", 0
 		u.RecoveryCodes = hashes
-		return nil
+		u.Generation++
+		if p.Kind != KindUser {
+			return nil
+		}
+		g := u.Generation
+		var err error
+		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL, generation: &g})
+		return err
 	})
+	a.status.forget(KindUser, u.Name)
+	if r.event != "" {
+		a.emit(Event{Type: r.event, Kind: KindUser, Name: u.Name, Remaining: r.remaining})
+	}
+	if err == nil {
+		err = r.failed
+	}
 	if err != nil {
-		return Completion{}, err
+		return Completion{}, a.dataFault(err, u.Name)
 	}
 	a.emit(Event{Type: EventTOTPEnabled, Kind: KindUser, Name: u.Name, Remaining: len(codes)})
-	return Completion{RecoveryCodes: codes}, nil
+	return Completion{RecoveryCodes: codes, AuthToken: tok}, nil
+}
+
+// checkCurrentFactor checks the code of the second factor being replaced,
+// under the same backoff and counters as verify-totp.
+func (a *Authenticator) checkCurrentFactor(u *User, code string, recovery bool, now time.Time) secondFactor {
+	if now.Before(u.TOTPBlockedUntil) {
+		return secondFactor{abort: &ThrottledError{RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+	}
+	return a.matchSecondFactor(u, code, recovery, now)
+}
+
+// dataFault logs a TOTP secret that will not open, naming the user and
+// never the data, and turns it into [ErrDataFault].
+func (a *Authenticator) dataFault(err error, name string) error {
+	if errors.Is(err, errSealedSecret) {
+		a.log.Error("stored TOTP secret will not open; restore the root secret that sealed it", "user", name, "err", err)
+		return fmt.Errorf("%w: %w", ErrDataFault, err)
+	}
+	return err
 }
 
 // enrollmentSecret reads the secret back from a signed otpauth URL and
@@ -258,23 +336,27 @@ func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, 
 	}
 	now := a.now()
 	var r secondFactor
+	var tok string
 	err = a.store.UpdateUser(ctx, name, func(u *User) error {
-		r = a.checkSecondFactor(u, c, code, recovery, now)
-		return r.abort
+		if r = a.checkSecondFactor(u, c, code, recovery, now); r.abort != nil || r.failed != nil {
+			return r.abort
+		}
+		gen := u.Generation
+		var err error
+		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL, generation: &gen})
+		return err
 	})
 	if errors.Is(err, ErrNotFound) {
 		err = ErrUnauthenticated
 	}
-	if err != nil {
-		return UserLogin{}, err
+	if r.event != "" && (err == nil || errors.Is(err, ErrThrottled)) {
+		a.emit(Event{Type: r.event, Kind: KindUser, Name: name, Remaining: r.remaining})
 	}
-	a.emit(Event{Type: r.event, Kind: KindUser, Name: name, Remaining: r.remaining})
+	if err != nil {
+		return UserLogin{}, a.dataFault(err, name)
+	}
 	if r.failed != nil {
 		return UserLogin{}, r.failed
-	}
-	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL})
-	if err != nil {
-		return UserLogin{}, err
 	}
 	out := UserLogin{UserName: name, AuthToken: tok}
 	if recovery {
@@ -293,14 +375,24 @@ type secondFactor struct {
 	remaining int
 }
 
+// checkSecondFactor checks a pre-auth token's standing and its code. The
+// code is counted in the same atomic update that checks it, so concurrent
+// guesses are all counted and a Store that cannot record refuses right and
+// wrong codes alike.
 func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recovery bool, now time.Time) secondFactor {
 	switch {
-	case u.Disabled, !u.TOTPEnabled(), c.IssuedAt.Before(u.TokensValidAfter),
+	case u.Disabled, !u.TOTPEnabled(), c.Generation == nil, *c.Generation != u.Generation,
 		u.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.PreAuthID), []byte(c.ID)) != 1:
 		return secondFactor{abort: ErrUnauthenticated}
 	case now.Before(u.TOTPBlockedUntil):
 		return secondFactor{abort: &ThrottledError{RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
+	return a.matchSecondFactor(u, code, recovery, now)
+}
+
+// matchSecondFactor checks a TOTP or recovery code of u and counts a
+// wrong one.
+func (a *Authenticator) matchSecondFactor(u *User, code string, recovery bool, now time.Time) secondFactor {
 	r := secondFactor{event: EventTOTPVerified}
 	ok := false
 	if recovery {
@@ -309,7 +401,7 @@ func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recov
 	} else {
 		secret, err := a.ring.openTOTP(u.Name, u.TOTPSecret)
 		if err != nil {
-			return secondFactor{abort: err}
+			return secondFactor{abort: fmt.Errorf("%w: %w", errSealedSecret, err)}
 		}
 		step, replayed := matchTOTP(secret, code, now, u.TOTPLastStep)
 		if ok = step >= 0; ok {

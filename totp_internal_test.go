@@ -149,17 +149,18 @@ func TestEnrollmentSignature(t *testing.T) {
 	r := testRing(t, 1)
 	now := time.Unix(1_700_000_000, 0)
 	url := "otpauth://totp/nmauth:alice?secret=ABC"
-	sig := r.signer().enrollmentSignature("alice", url, now.Add(10*time.Minute))
-	if !r.checkEnrollment("alice", url, sig, now) {
+	sig := r.signer().enrollmentSignature("alice", url, 7, now.Add(10*time.Minute))
+	if !r.checkEnrollment("alice", url, sig, 7, now) {
 		t.Fatal("own signature refused")
 	}
 	for name, ok := range map[string]bool{
-		"other user":  r.checkEnrollment("bob", url, sig, now),
-		"other url":   r.checkEnrollment("alice", url+"X", sig, now),
-		"expired":     r.checkEnrollment("alice", url, sig, now.Add(10*time.Minute)),
-		"garbage":     r.checkEnrollment("alice", url, "x.y.z", now),
-		"extended":    r.checkEnrollment("alice", url, "9"+sig, now),
-		"foreign key": testRing(t, 2).checkEnrollment("alice", url, sig, now),
+		"other user":       r.checkEnrollment("bob", url, sig, 7, now),
+		"other url":        r.checkEnrollment("alice", url+"X", sig, 7, now),
+		"other generation": r.checkEnrollment("alice", url, sig, 8, now),
+		"expired":          r.checkEnrollment("alice", url, sig, 7, now.Add(10*time.Minute)),
+		"garbage":          r.checkEnrollment("alice", url, "x.y.z", 7, now),
+		"extended":         r.checkEnrollment("alice", url, "9"+sig, 7, now),
+		"foreign key":      testRing(t, 2).checkEnrollment("alice", url, sig, 7, now),
 	} {
 		if ok {
 			t.Errorf("%s: signature accepted", name)

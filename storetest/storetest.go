@@ -84,8 +84,12 @@ func fullUser(name string) nmauth.User {
 		RecoveryCodes:        []string{"$argon2id$code-one", "$argon2id$code-two", "é ü ✓"},
 		PasswordFailures:     4,
 		PasswordBlockedUntil: time.Date(2030, 12, 31, 23, 59, 59, 999999999, time.UTC),
-		TokensValidAfter:     time.Date(1969, 7, 20, 20, 17, 40, 1, zone),
-		CreatedAt:            time.Date(2261, 6, 1, 0, 0, 0, 7, time.UTC),
+		PasswordClients: []nmauth.ClientFailures{
+			{Client: "192.0.2.7", Failures: 3, BlockedUntil: time.Date(2030, 1, 2, 3, 4, 5, 6, zone)},
+			{Client: "2001:db8::/64", Known: true},
+		},
+		Generation: 1<<64 - 3, // above the int64 range, so a store must keep all 64 bits
+		CreatedAt:  time.Date(2261, 6, 1, 0, 0, 0, 7, time.UTC),
 	}
 }
 
@@ -104,7 +108,8 @@ func fullHost(id string) nmauth.Host {
 		Disabled:             true,
 		PasswordFailures:     6,
 		PasswordBlockedUntil: time.Date(2029, 2, 3, 4, 5, 6, 700800900, time.FixedZone("UTC-8", -8*3600)),
-		TokensValidAfter:     time.Date(1999, 12, 31, 23, 59, 59, 1, time.UTC),
+		PasswordClients:      []nmauth.ClientFailures{{Client: "", Failures: 1}},
+		Generation:           42,
 		CreatedAt:            time.Date(2024, 4, 5, 6, 7, 8, 9, time.UTC),
 	}
 }
@@ -796,8 +801,23 @@ func userDiff(got, want nmauth.User) []string {
 	}
 	d = diff(d, "PasswordFailures", got.PasswordFailures, want.PasswordFailures)
 	d = diffTime(d, "PasswordBlockedUntil", got.PasswordBlockedUntil, want.PasswordBlockedUntil)
-	d = diffTime(d, "TokensValidAfter", got.TokensValidAfter, want.TokensValidAfter)
+	d = diffClients(d, got.PasswordClients, want.PasswordClients)
+	d = diff(d, "Generation", got.Generation, want.Generation)
 	d = diffTime(d, "CreatedAt", got.CreatedAt, want.CreatedAt)
+	return d
+}
+
+// diffClients compares the per-client failures, times as instants.
+func diffClients(d []string, got, want []nmauth.ClientFailures) []string {
+	same := len(got) == len(want)
+	for i := 0; same && i < len(got); i++ {
+		g, w := got[i], want[i]
+		same = g.Client == w.Client && g.Failures == w.Failures && g.Known == w.Known &&
+			g.BlockedUntil.Equal(w.BlockedUntil)
+	}
+	if !same {
+		d = append(d, fmt.Sprintf("PasswordClients = %+v, want %+v", got, want))
+	}
 	return d
 }
 
@@ -809,7 +829,8 @@ func hostDiff(got, want nmauth.Host) []string {
 	d = diff(d, "Disabled", got.Disabled, want.Disabled)
 	d = diff(d, "PasswordFailures", got.PasswordFailures, want.PasswordFailures)
 	d = diffTime(d, "PasswordBlockedUntil", got.PasswordBlockedUntil, want.PasswordBlockedUntil)
-	d = diffTime(d, "TokensValidAfter", got.TokensValidAfter, want.TokensValidAfter)
+	d = diffClients(d, got.PasswordClients, want.PasswordClients)
+	d = diff(d, "Generation", got.Generation, want.Generation)
 	d = diffTime(d, "CreatedAt", got.CreatedAt, want.CreatedAt)
 	return d
 }
@@ -831,5 +852,6 @@ func diffTime(d []string, field string, got, want time.Time) []string {
 func cloneUser(u nmauth.User) nmauth.User {
 	u.TOTPSecret = slices.Clone(u.TOTPSecret)
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
+	u.PasswordClients = slices.Clone(u.PasswordClients)
 	return u
 }

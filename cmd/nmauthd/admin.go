@@ -22,9 +22,9 @@ import (
 const maxPasswordInput = 4096
 
 // withBackend runs fn with the Authenticator over --db. Admin commands
-// need no master key.
+// need no master key and never make a root secret file.
 func (c *cli) withBackend(ctx context.Context, o *options, fn func(*backend) error) error {
-	b, err := c.openBackend(ctx, o, nil, nil)
+	b, err := c.openBackend(ctx, o, nil, false, nil)
 	if err != nil {
 		return err
 	}

@@ -326,6 +326,7 @@ type (
 	}
 	completion struct {
 		RecoveryCodes []string `json:"recoveryCodes"`
+		AuthToken     string   `json:"authToken"`
 	}
 	principal struct {
 		Kind string `json:"kind"`

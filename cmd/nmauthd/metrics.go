@@ -113,7 +113,9 @@ func (m *metrics) instrument(cfg *nmauth.Config) {
 			next(e)
 		}
 	}
-	cfg.Store = &timedStore{Store: cfg.Store, m: m}
+	if s, ok := cfg.Store.(fullStore); ok {
+		cfg.Store = &timedStore{fullStore: s, m: m}
+	}
 }
 
 // observeEvent counts one audit event. An event carries a name; no label
@@ -226,8 +228,17 @@ var storeOps = []string{"GetUser", "ListUsers", "CreateUser", "UpdateUser", "Del
 // failures. ErrNotFound and ErrExists are answers, not failures, and
 // neither is an error that the caller's update function returned.
 type timedStore struct {
-	nmauth.Store
+	fullStore
 	m *metrics
+}
+
+// fullStore is a Store with the optional interfaces nmauthd's database
+// has. The wrapper keeps them, so that the root-secret guard and /readyz
+// work the same with metrics on.
+type fullStore interface {
+	nmauth.Store
+	nmauth.KeyCheckStore
+	nmauth.Pinger
 }
 
 // call runs one Store call and observes it. fnErr, if not nil, points to
@@ -259,43 +270,43 @@ func write(s *timedStore, op string, do func() error) error {
 }
 
 func (s *timedStore) GetUser(ctx context.Context, name string) (nmauth.User, error) {
-	return call(s, "GetUser", nil, func() (nmauth.User, error) { return s.Store.GetUser(ctx, name) })
+	return call(s, "GetUser", nil, func() (nmauth.User, error) { return s.fullStore.GetUser(ctx, name) })
 }
 
 func (s *timedStore) ListUsers(ctx context.Context, after string, limit int) ([]nmauth.User, error) {
-	return call(s, "ListUsers", nil, func() ([]nmauth.User, error) { return s.Store.ListUsers(ctx, after, limit) })
+	return call(s, "ListUsers", nil, func() ([]nmauth.User, error) { return s.fullStore.ListUsers(ctx, after, limit) })
 }
 
 func (s *timedStore) CreateUser(ctx context.Context, u nmauth.User) error {
-	return write(s, "CreateUser", func() error { return s.Store.CreateUser(ctx, u) })
+	return write(s, "CreateUser", func() error { return s.fullStore.CreateUser(ctx, u) })
 }
 
 func (s *timedStore) UpdateUser(ctx context.Context, name string, fn func(*nmauth.User) error) error {
-	return update(s, "UpdateUser", fn, func(f func(*nmauth.User) error) error { return s.Store.UpdateUser(ctx, name, f) })
+	return update(s, "UpdateUser", fn, func(f func(*nmauth.User) error) error { return s.fullStore.UpdateUser(ctx, name, f) })
 }
 
 func (s *timedStore) DeleteUser(ctx context.Context, name string) error {
-	return write(s, "DeleteUser", func() error { return s.Store.DeleteUser(ctx, name) })
+	return write(s, "DeleteUser", func() error { return s.fullStore.DeleteUser(ctx, name) })
 }
 
 func (s *timedStore) GetHost(ctx context.Context, id string) (nmauth.Host, error) {
-	return call(s, "GetHost", nil, func() (nmauth.Host, error) { return s.Store.GetHost(ctx, id) })
+	return call(s, "GetHost", nil, func() (nmauth.Host, error) { return s.fullStore.GetHost(ctx, id) })
 }
 
 func (s *timedStore) ListHosts(ctx context.Context, after string, limit int) ([]nmauth.Host, error) {
-	return call(s, "ListHosts", nil, func() ([]nmauth.Host, error) { return s.Store.ListHosts(ctx, after, limit) })
+	return call(s, "ListHosts", nil, func() ([]nmauth.Host, error) { return s.fullStore.ListHosts(ctx, after, limit) })
 }
 
 func (s *timedStore) CreateHost(ctx context.Context, h nmauth.Host) error {
-	return write(s, "CreateHost", func() error { return s.Store.CreateHost(ctx, h) })
+	return write(s, "CreateHost", func() error { return s.fullStore.CreateHost(ctx, h) })
 }
 
 func (s *timedStore) UpdateHost(ctx context.Context, id string, fn func(*nmauth.Host) error) error {
-	return update(s, "UpdateHost", fn, func(f func(*nmauth.Host) error) error { return s.Store.UpdateHost(ctx, id, f) })
+	return update(s, "UpdateHost", fn, func(f func(*nmauth.Host) error) error { return s.fullStore.UpdateHost(ctx, id, f) })
 }
 
 func (s *timedStore) DeleteHost(ctx context.Context, id string) error {
-	return write(s, "DeleteHost", func() error { return s.Store.DeleteHost(ctx, id) })
+	return write(s, "DeleteHost", func() error { return s.fullStore.DeleteHost(ctx, id) })
 }
 
 // startMetrics serves the metrics on --metrics-addr, apart from the API so

@@ -28,10 +28,15 @@ type rootSecrets struct {
 }
 
 // loadRootSecrets takes the root secrets from NMAUTH_SECRET, or else from
-// the file beside a SQLite database, made on first use. The secret never
-// goes into a database: whoever steals the database must not get the key
-// that seals its TOTP secrets and signs its tokens.
-func loadRootSecrets(getenv func(string) string, db string, log *slog.Logger) (rootSecrets, error) {
+// the file beside a SQLite database. The secret never goes into a
+// database: whoever steals the database must not get the key that seals
+// its TOTP secrets and signs its tokens.
+//
+// The file is made only when create is set, which the caller does for
+// the server on a database that holds no accounts: an admin command, or a
+// database whose secret file is lost, must not get a new secret that
+// silently kills every token and TOTP secret.
+func loadRootSecrets(getenv func(string) string, db string, create bool, log *slog.Logger) (rootSecrets, error) {
 	if v := getenv(envSecret); v != "" {
 		secrets, err := parseSecretList(v)
 		if err != nil {
@@ -44,6 +49,15 @@ func loadRootSecrets(getenv func(string) string, db string, log *slog.Logger) (r
 			"kept outside the database; set it to 32 or more random bytes in hex, e.g. from openssl rand -hex 32", envSecret)
 	}
 	path := secretFilePath(db)
+	if !create {
+		secret, err := readSecretFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return rootSecrets{}, fmt.Errorf("no root secret: %s is not set and %s does not exist; "+
+				"restore that file, or set %s to the secret that wrote the database (admin commands and a database "+
+				"that holds accounts never get a new one; nmauthd serve makes one for an empty database)", envSecret, path, envSecret)
+		}
+		return rootSecrets{secrets: [][]byte{secret}, source: path}, err
+	}
 	secret, created, err := readOrCreateSecretFile(path)
 	if err != nil {
 		return rootSecrets{}, err

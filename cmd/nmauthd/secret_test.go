@@ -65,7 +65,7 @@ func TestSecretFile(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	t.Run("made once, 0600, then read back", func(t *testing.T) {
 		db := filepath.Join(t.TempDir(), "nmauth.db")
-		first, err := loadRootSecrets(func(string) string { return "" }, db, quiet)
+		first, err := loadRootSecrets(func(string) string { return "" }, db, true, quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestSecretFile(t *testing.T) {
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("secret file: %v, %v; want mode 0600", fi, err)
 		}
-		again, err := loadRootSecrets(func(string) string { return "" }, db, quiet)
+		again, err := loadRootSecrets(func(string) string { return "" }, db, true, quiet)
 		if err != nil || !bytes.Equal(first.secrets[0], again.secrets[0]) || len(first.secrets[0]) != 32 {
 			t.Errorf("second load gave another secret or %v", err)
 		}

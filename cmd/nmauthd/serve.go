@@ -30,15 +30,16 @@ const (
 )
 
 // newMux returns the routes of nmauthd: the nmauth handler at /api/, the
-// bearer-protected GET /api/whoami, GET /healthz, GET /openapi.yaml, and the
-// demo page at GET / with its assets. More routes can be added to the
-// returned mux.
+// bearer-protected GET /api/whoami, GET /healthz (the process lives),
+// GET /readyz (the store answers), GET /openapi.yaml, and the demo page at
+// GET / with its assets. More routes can be added to the returned mux.
 func newMux(auth *nmauth.Authenticator, wire nmauth.WireProfile) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler())
 	mux.Handle("GET /api/whoami", auth.Middleware(http.HandlerFunc(serveWhoami)))
 	mux.HandleFunc("GET /healthz", serveHealthz)
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI(wire))
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { serveReadyz(w, r, auth) })
 	mux.HandleFunc("GET /{$}", servePage)
 	mux.HandleFunc("GET /assets/", serveAsset)
 	return mux
@@ -58,6 +59,21 @@ func serveHealthz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
+// serveReadyz answers 200 when the store answers within its deadline, and
+// 503 with Retry-After otherwise, so a load balancer stops sending
+// traffic to a replica whose database is gone.
+func serveReadyz(w http.ResponseWriter, r *http.Request, auth *nmauth.Authenticator) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := auth.Ready(r.Context()); err != nil {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "store unavailable")
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
@@ -71,8 +87,10 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 }
 
 // serve runs the HTTP server until SIGINT or SIGTERM, then lets the
-// requests in flight finish.
+// requests in flight finish. SIGHUP is ignored: the server has nothing to
+// reload, and a closed terminal must not stop it mid-request.
 func serve(ctx context.Context, c *cli, o *options, _ []string) error {
+	signal.Ignore(syscall.SIGHUP)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.dev {
@@ -96,7 +114,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		}
 		instrument = m.instrument
 	}
-	b, err := c.openBackend(ctx, o, master, instrument)
+	b, err := c.openBackend(ctx, o, master, true, instrument)
 	if err != nil {
 		return err
 	}
@@ -207,21 +225,45 @@ type backend struct {
 	secretSource string
 }
 
-// openBackend opens --db and builds the Authenticator over it; instrument,
-// if not nil, may change the configuration first. The caller closes the
-// database.
-func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.MasterKey, instrument func(*nmauth.Config)) (*backend, error) {
-	secrets, err := loadRootSecrets(c.getenv, o.db, c.log)
-	if err != nil {
+// openBackend opens --db and builds the Authenticator over it. The caller
+// closes the database. The database is opened first, so that a file that
+// is no database is refused before any secret file is made beside it; a
+// secret file is made only for the server (mayCreate) on a database that
+// holds no accounts. The root secrets are then checked against the
+// database (see nmauth.Authenticator.CheckSecrets). instrument, if not
+// nil, may change the configuration first.
+func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.MasterKey, mayCreate bool, instrument func(*nmauth.Config)) (*backend, error) {
+	if isPostgresURL(o.db) && c.getenv(envSecret) == "" {
+		// Says what is missing before trying to reach the server.
+		_, err := loadRootSecrets(c.getenv, o.db, false, c.log)
 		return nil, err
 	}
 	db, err := openDatabase(ctx, o.db)
 	if err != nil {
 		return nil, err
 	}
-	wire, err := nmauth.ParseWireProfile(o.wire)
+	b, err := c.newBackend(ctx, o, db, master, mayCreate, instrument)
 	if err != nil {
 		db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *nmauth.MasterKey, mayCreate bool, instrument func(*nmauth.Config)) (*backend, error) {
+	if mayCreate {
+		has, err := db.HasAccounts(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading database %s: %w", db.name, err)
+		}
+		mayCreate = !has
+	}
+	secrets, err := loadRootSecrets(c.getenv, o.db, mayCreate, c.log)
+	if err != nil {
+		return nil, err
+	}
+	wire, err := nmauth.ParseWireProfile(o.wire)
+	if err != nil {
 		return nil, fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
 	}
 	cfg := nmauth.Config{
@@ -238,8 +280,17 @@ func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.Master
 	}
 	auth, err := nmauth.New(cfg)
 	if err != nil {
-		db.Close()
 		return nil, err
+	}
+	if err := auth.CheckSecrets(ctx); errors.Is(err, nmauth.ErrSecretMismatch) {
+		where := envSecret
+		if !isPostgresURL(o.db) {
+			where += " or " + secretFilePath(o.db)
+		}
+		return nil, fmt.Errorf("database %s was not written under the root secret from %s (%v); "+
+			"restore the secret that wrote it (%s)", db.name, secrets.source, err, where)
+	} else if err != nil {
+		return nil, fmt.Errorf("checking the root secret against %s: %w", db.name, err)
 	}
 	return &backend{auth: auth, db: db, secretSource: secrets.source}, nil
 }

@@ -100,6 +100,7 @@ func TestRootSecretSources(t *testing.T) {
 		dir := t.TempDir()
 		db := filepath.Join(dir, "nmauth.db")
 		env := baseEnv()
+		provideSecretFile(t, env, db)
 		mustRun(t, dir, env, "", "user", "list", "--db", db)
 		if err := os.Chmod(db+".secret", 0o640); err != nil {
 			t.Fatal(err)
@@ -144,7 +145,9 @@ func TestRotateRootSecret(t *testing.T) {
 	d := startDaemon(t, dir, oldEnv, "--db", db)
 	token := d.loginUser(a.user, a.password).AuthToken
 	e := d.initTOTP(a.user, token)
-	d.completeTOTP(a.user, token, e, totpCode(t, e.URL, time.Now()))
+	// Turning TOTP on revokes the password-only token; the answer has
+	// a fresh one.
+	token = d.completeTOTP(a.user, token, e, totpCode(t, e.URL, time.Now())).AuthToken
 	d.stop()
 
 	d = startDaemon(t, dir, bothEnv, "--db", db)

@@ -1,0 +1,157 @@
+package nmauth
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// The attempt limits of password logins (users, hosts and nodes alike).
+//
+// Failures are counted per client address against each account: from one
+// address the first 5 consecutive failures are free, then each one blocks
+// that address for 1 s doubling up to a minute. Other addresses are not
+// slowed by it, so an attacker hammering an account from one address
+// cannot lock its owner out.
+//
+// Failures from all addresses add up to the account's count. Past
+// accountCeiling consecutive failures (NIST SP 800-63B allows up to 100),
+// each further failure blocks the account for 1 s doubling up to 15
+// minutes, for every address that has never logged in to it. An address
+// that has is "known": only its own backoff applies to it.
+const (
+	clientFreeFailures = 5
+	clientMaxDelay     = time.Minute
+	accountCeiling     = 100
+	accountMaxDelay    = 15 * time.Minute
+	// maxClientEntries bounds the addresses kept per account; past it the
+	// least recently seen unknown address is forgotten first.
+	maxClientEntries = 32
+)
+
+// passwordDelay is the backoff of one client address after n consecutive
+// failures against one account: none for the first 4, then 1 s doubling
+// up to clientMaxDelay, so there are never more than 5 consecutive
+// failures without a delay.
+func passwordDelay(n int) time.Duration {
+	if n < clientFreeFailures {
+		return 0
+	}
+	return min(time.Second<<min(n-clientFreeFailures, 16), clientMaxDelay)
+}
+
+// accountDelay is the account-wide backoff after n consecutive failures
+// from every address: none up to accountCeiling, then 1 s doubling up to
+// accountMaxDelay.
+func accountDelay(n int) time.Duration {
+	if n < accountCeiling {
+		return 0
+	}
+	return min(time.Second<<min(n-accountCeiling, 20), accountMaxDelay)
+}
+
+// account is what a login reads and writes of a user or a host: pointers
+// into the record inside an atomic update.
+type account struct {
+	user *User // set for a user
+	host *Host // set for a host
+
+	hash     *string
+	disabled *bool
+	failures *int
+	blocked  *time.Time
+	clients  *[]ClientFailures
+}
+
+func userAccount(u *User) account {
+	return account{user: u, hash: &u.PasswordHash, disabled: &u.Disabled,
+		failures: &u.PasswordFailures, blocked: &u.PasswordBlockedUntil, clients: &u.PasswordClients}
+}
+
+func hostAccount(h *Host) account {
+	return account{host: h, hash: &h.PasswordHash, disabled: &h.Disabled,
+		failures: &h.PasswordFailures, blocked: &h.PasswordBlockedUntil, clients: &h.PasswordClients}
+}
+
+// takeAttempt checks the backoff that applies to client and, if there is
+// none, counts the attempt as a failure before its password is checked.
+// It returns how long the client must wait, or 0 when the attempt is
+// taken.
+func takeAttempt(acc account, client string, now time.Time) time.Duration {
+	c := clientEntry(acc.clients, client)
+	wait := c.BlockedUntil.Sub(now)
+	if !c.Known {
+		wait = max(wait, acc.blocked.Sub(now))
+	}
+	if wait > 0 {
+		return wait
+	}
+	c.Failures++
+	c.BlockedUntil = addDelay(now, passwordDelay(c.Failures))
+	*acc.failures++
+	if d := accountDelay(*acc.failures); d > 0 {
+		*acc.blocked = now.Add(d)
+	}
+	return 0
+}
+
+// grantAttempt undoes the counting of a login that succeeded and marks
+// its client as known to the account.
+func grantAttempt(acc account, client string) {
+	for i := range *acc.clients {
+		if c := &(*acc.clients)[i]; c.Client == client {
+			c.Failures, c.BlockedUntil, c.Known = 0, time.Time{}, true
+		}
+	}
+	*acc.failures, *acc.blocked = 0, time.Time{}
+}
+
+// resetAttempts forgets every failure of an account, after an
+// administrator set a new password.
+func resetAttempts(acc account) {
+	*acc.failures, *acc.blocked, *acc.clients = 0, time.Time{}, nil
+}
+
+// clientEntry returns client's entry, adding one if needed. Past
+// maxClientEntries it forgets the oldest unknown address, or if every
+// address is known, the oldest one: an attacker who rotates addresses can
+// push out other unknown addresses, never the owner's known ones.
+func clientEntry(clients *[]ClientFailures, client string) *ClientFailures {
+	if i := slices.IndexFunc(*clients, func(c ClientFailures) bool { return c.Client == client }); i >= 0 {
+		return &(*clients)[i]
+	}
+	if len(*clients) >= maxClientEntries {
+		drop := max(slices.IndexFunc(*clients, func(c ClientFailures) bool { return !c.Known }), 0)
+		*clients = slices.Delete(*clients, drop, drop+1)
+	}
+	*clients = append(*clients, ClientFailures{Client: client})
+	return &(*clients)[len(*clients)-1]
+}
+
+type clientAddrKey struct{}
+
+// WithClientAddr returns a copy of ctx naming the client address of a
+// login, which [Authenticator.LoginUser], [Authenticator.LoginHost] and
+// [Authenticator.LoginNode] count attempts against. The handler sets it
+// from the connection (or a trusted proxy's X-Forwarded-For); an
+// application calling the login methods itself should set it too, else
+// all its logins share one address.
+func WithClientAddr(ctx context.Context, addr netip.Addr) context.Context {
+	return context.WithValue(ctx, clientAddrKey{}, addr)
+}
+
+// clientKey is the client address of ctx as attempts are counted: an IPv4
+// address, or the /64 of an IPv6 address, the block a single host usually
+// holds; "" when ctx names none.
+func clientKey(ctx context.Context) string {
+	addr, ok := ctx.Value(clientAddrKey{}).(netip.Addr)
+	if !ok || !addr.IsValid() {
+		return ""
+	}
+	addr = addr.Unmap()
+	if addr.Is6() {
+		return netip.PrefixFrom(addr, 64).Masked().String()
+	}
+	return addr.String()
+}

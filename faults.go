@@ -1,0 +1,279 @@
+package nmauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// guardedStore puts every call of a Store under Config.StoreTimeout and
+// turns the Store's own failures into ErrStoreUnavailable, so that a
+// store that is down, locked, full or slow is answered as a fault of the
+// server, within the deadline, and never as a wrong credential.
+//
+// The sentinels of the Store contract (ErrNotFound, ErrExists) and the
+// errors of an update callback pass through unchanged.
+type guardedStore struct {
+	Store
+	timeout time.Duration
+	log     *faultLog
+}
+
+// call runs op under the deadline. op runs on its own goroutine so that
+// the answer leaves at the deadline even if the Store does not honour its
+// context; the Store still gets the cancellation, so its transaction
+// rolls back. keep reports the errors that are not the Store's failures.
+func (s *guardedStore) call(ctx context.Context, what string, op func(context.Context) error, keep func(error) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- op(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err == nil || keep(err) {
+		return err
+	}
+	s.log.storeFailed(what, err)
+	return fmt.Errorf("%w: %s: %w", ErrStoreUnavailable, what, err)
+}
+
+func contractError(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrExists)
+}
+
+func (s *guardedStore) GetUser(ctx context.Context, name string) (u User, err error) {
+	err = s.call(ctx, "get user", func(ctx context.Context) error {
+		got, err := s.Store.GetUser(ctx, name)
+		if err == nil {
+			u = got
+		}
+		return err
+	}, contractError)
+	return u, err
+}
+
+func (s *guardedStore) ListUsers(ctx context.Context, after string, limit int) (users []User, err error) {
+	err = s.call(ctx, "list users", func(ctx context.Context) error {
+		got, err := s.Store.ListUsers(ctx, after, limit)
+		users = got
+		return err
+	}, contractError)
+	return users, err
+}
+
+func (s *guardedStore) ListHosts(ctx context.Context, after string, limit int) (hosts []Host, err error) {
+	err = s.call(ctx, "list hosts", func(ctx context.Context) error {
+		got, err := s.Store.ListHosts(ctx, after, limit)
+		hosts = got
+		return err
+	}, contractError)
+	return hosts, err
+}
+
+func (s *guardedStore) CreateUser(ctx context.Context, u User) error {
+	return s.call(ctx, "create user", func(ctx context.Context) error { return s.Store.CreateUser(ctx, u) }, contractError)
+}
+
+func (s *guardedStore) DeleteUser(ctx context.Context, name string) error {
+	return s.call(ctx, "delete user", func(ctx context.Context) error { return s.Store.DeleteUser(ctx, name) }, contractError)
+}
+
+func (s *guardedStore) GetHost(ctx context.Context, id string) (h Host, err error) {
+	err = s.call(ctx, "get host", func(ctx context.Context) error {
+		got, err := s.Store.GetHost(ctx, id)
+		if err == nil {
+			h = got
+		}
+		return err
+	}, contractError)
+	return h, err
+}
+
+func (s *guardedStore) CreateHost(ctx context.Context, h Host) error {
+	return s.call(ctx, "create host", func(ctx context.Context) error { return s.Store.CreateHost(ctx, h) }, contractError)
+}
+
+func (s *guardedStore) DeleteHost(ctx context.Context, id string) error {
+	return s.call(ctx, "delete host", func(ctx context.Context) error { return s.Store.DeleteHost(ctx, id) }, contractError)
+}
+
+// UpdateUser runs fn on a copy and hands the caller's fn the result only
+// once the Store has committed, so that an update abandoned at the
+// deadline never leaks a half-made change into the caller's variables.
+func (s *guardedStore) UpdateUser(ctx context.Context, name string, fn func(*User) error) error {
+	return guardUpdate(s, ctx, "update user", name, s.Store.UpdateUser, fn, cloneUser)
+}
+
+func (s *guardedStore) UpdateHost(ctx context.Context, id string, fn func(*Host) error) error {
+	return guardUpdate(s, ctx, "update host", id, s.Store.UpdateHost, fn, cloneHost)
+}
+
+// guardUpdate runs an update under the deadline. fn's own error is
+// returned unchanged; any other error is the Store's. fn runs on the
+// Store's goroutine, under a lock that makes its writes visible here once
+// the update returns; past the deadline the caller no longer waits, and
+// whatever fn wrote is never read.
+func guardUpdate[R any](s *guardedStore, ctx context.Context, what, key string,
+	update func(context.Context, string, func(*R) error) error, fn func(*R) error, clone func(R) R) error {
+	var mu sync.Mutex
+	var fnErr error
+	abandoned := false
+	err := s.call(ctx, what, func(ctx context.Context) error {
+		return update(ctx, key, func(r *R) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if abandoned {
+				return context.DeadlineExceeded
+			}
+			fnErr = fn(r)
+			return fnErr
+		})
+	}, func(err error) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		abandoned = true
+		return contractError(err) || fnErr != nil && err == fnErr
+	})
+	mu.Lock()
+	abandoned = true
+	mu.Unlock()
+	return err
+}
+
+// faultLog logs Store failures at a bounded rate: at most one line per
+// interval, with the number of failures not logged since the last line.
+type faultLog struct {
+	log      *slog.Logger
+	now      func() time.Time
+	interval time.Duration
+
+	mu      sync.Mutex
+	last    time.Time
+	dropped int
+}
+
+func (l *faultLog) storeFailed(what string, err error) {
+	l.mu.Lock()
+	now := l.now()
+	if !l.last.IsZero() && now.Sub(l.last) < l.interval && !now.Before(l.last) {
+		l.dropped++
+		l.mu.Unlock()
+		return
+	}
+	dropped := l.dropped
+	l.last, l.dropped = now, 0
+	l.mu.Unlock()
+	l.log.Error("store unavailable", "op", what, "err", err, "not_logged_since_last", dropped)
+}
+
+// Ready reports whether the Store answers within [Config.StoreTimeout]:
+// nil, or an error matching [ErrStoreUnavailable]. It suits a readiness
+// probe; a Store that implements [Pinger] is pinged, any other is asked
+// for a user that does not exist.
+func (a *Authenticator) Ready(ctx context.Context) error {
+	s := a.store.(*guardedStore)
+	if p, ok := s.Store.(Pinger); ok {
+		return s.call(ctx, "ping", p.Ping, func(error) bool { return false })
+	}
+	_, err := a.store.GetUser(ctx, "\x00nmauth-readiness")
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Pinger is implemented by a [Store] that can tell cheaply whether it
+// answers; [Authenticator.Ready] uses it.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// KeyCheckStore is implemented by a [Store] that keeps a check value for
+// each root secret that wrote to it, so that [Authenticator.CheckSecrets]
+// can tell at start that the configured secrets are not the ones the
+// data was written under. A check value is derived from a root secret by
+// HKDF and reveals nothing of it.
+type KeyCheckStore interface {
+	// KeyChecks returns the stored check values by key id.
+	KeyChecks(ctx context.Context) (map[string]string, error)
+	// AddKeyCheck stores the check value of a key id; a key id already
+	// stored keeps its value.
+	AddKeyCheck(ctx context.Context, keyID, check string) error
+	// HasAccounts reports whether the Store holds any user or host.
+	HasAccounts(ctx context.Context) (bool, error)
+}
+
+// CheckSecrets checks, before serving, that the configured root secrets
+// are the ones the Store's data was written under. It returns an error
+// matching [ErrSecretMismatch] when the Store holds accounts and keeps
+// check values of which none is of a configured secret (or, for a Store
+// from before check values, holds TOTP secrets none of which opens), and
+// when TOTP secrets are sealed under a key id that is not configured
+// (restore that secret, then run [Authenticator.ResealTOTPSecrets]).
+// Otherwise it records the first secret's check value and returns nil. A
+// Store that does not implement [KeyCheckStore] is only scanned for TOTP
+// secrets.
+func (a *Authenticator) CheckSecrets(ctx context.Context) error {
+	inner := a.store.(*guardedStore).Store
+	if ks, ok := inner.(KeyCheckStore); ok {
+		if err := a.checkKeyValues(ctx, ks); err != nil {
+			return err
+		}
+	}
+	sealed, unknown := 0, map[string]int{}
+	for after := ""; ; {
+		users, err := a.store.ListUsers(ctx, after, scanPage)
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if !u.TOTPEnabled() {
+				continue
+			}
+			sealed++
+			if id := a.ring.sealedKeyID(u.TOTPSecret); a.ring.byID(id) == nil {
+				unknown[id]++
+			}
+		}
+		if len(users) < scanPage {
+			break
+		}
+		after = users[len(users)-1].Name
+	}
+	if len(unknown) == sealed && sealed > 0 {
+		return fmt.Errorf("%w: none of the %d stored TOTP secrets was sealed under a configured root secret", ErrSecretMismatch, sealed)
+	}
+	for id, n := range unknown {
+		return fmt.Errorf("%w: %d of %d stored TOTP secrets are sealed under key id %s, which is not configured; "+
+			"add that root secret after the first and run reseal", ErrSecretMismatch, n, sealed, id)
+	}
+	return nil
+}
+
+func (a *Authenticator) checkKeyValues(ctx context.Context, ks KeyCheckStore) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.StoreTimeout)
+	defer cancel()
+	checks, err := ks.KeyChecks(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: key checks: %w", ErrStoreUnavailable, err)
+	}
+	has, err := ks.HasAccounts(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: key checks: %w", ErrStoreUnavailable, err)
+	}
+	if has && len(checks) > 0 && !a.ring.matchesAny(checks) {
+		return fmt.Errorf("%w: it holds accounts and check values of %d root secrets, none of them configured", ErrSecretMismatch, len(checks))
+	}
+	signer := a.ring.signer()
+	if err := ks.AddKeyCheck(ctx, signer.id, signer.check); err != nil {
+		return fmt.Errorf("%w: key checks: %w", ErrStoreUnavailable, err)
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+package nmauth_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nmauth/nmauth"
+)
+
+// faultyStore wraps a Store and, once broken, makes every call fail or
+// hang until its context ends, or beyond it when deaf: a database that is
+// down, locked or slow.
+type faultyStore struct {
+	nmauth.Store
+	mu   sync.Mutex
+	mode string // "", "fail", "hang", "deaf"
+	deaf chan struct{}
+}
+
+var errDiskOnFire = errors.New("disk on fire")
+
+func (s *faultyStore) fault(ctx context.Context) error {
+	s.mu.Lock()
+	mode := s.mode
+	s.mu.Unlock()
+	switch mode {
+	case "fail":
+		return errDiskOnFire
+	case "hang":
+		<-ctx.Done()
+		return ctx.Err()
+	case "deaf":
+		<-s.deaf // ignores its context, as a stuck driver might
+		return errDiskOnFire
+	}
+	return nil
+}
+
+func (s *faultyStore) break_(mode string) {
+	s.mu.Lock()
+	s.mode = mode
+	s.mu.Unlock()
+}
+
+func (s *faultyStore) GetUser(ctx context.Context, name string) (nmauth.User, error) {
+	if err := s.fault(ctx); err != nil {
+		return nmauth.User{}, err
+	}
+	return s.Store.GetUser(ctx, name)
+}
+
+func (s *faultyStore) UpdateUser(ctx context.Context, name string, fn func(*nmauth.User) error) error {
+	if err := s.fault(ctx); err != nil {
+		return err
+	}
+	return s.Store.UpdateUser(ctx, name, fn)
+}
+
+func (s *faultyStore) GetHost(ctx context.Context, id string) (nmauth.Host, error) {
+	if err := s.fault(ctx); err != nil {
+		return nmauth.Host{}, err
+	}
+	return s.Store.GetHost(ctx, id)
+}
+
+func (s *faultyStore) UpdateHost(ctx context.Context, id string, fn func(*nmauth.Host) error) error {
+	if err := s.fault(ctx); err != nil {
+		return err
+	}
+	return s.Store.UpdateHost(ctx, id, fn)
+}
+
+// faultFixture is a fixture over a store that can be broken.
+func faultFixture(t *testing.T, store nmauth.Store, logs *bytes.Buffer) *fixture {
+	t.Helper()
+	return newFixture(t, func(c *nmauth.Config) {
+		c.Store = store
+		c.StoreTimeout = 100 * time.Millisecond
+		if logs == nil {
+			logs = &bytes.Buffer{}
+		}
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+}
+
+// wantNoCredentialVerdict is the netclient rule: a right password is
+// never answered 401 (netclient drops its configuration on a 401). A store
+// fault is 503 with Retry-After, for right and wrong passwords alike.
+func wantUnavailable(t *testing.T, r reply) {
+	t.Helper()
+	wantError(t, r, http.StatusServiceUnavailable)
+	if r.header.Get("Retry-After") == "" {
+		t.Fatalf("503 without Retry-After: %v", r.header)
+	}
+}
+
+func hostLogin(f *fixture, password string) reply {
+	return f.do("/api/hosts/adm/authenticate", "", map[string]string{"id": "host-1", "password": password})
+}
+
+// TestStoreFaults: a store that fails, hangs past the deadline or ignores
+// its context is answered 503 with Retry-After within the deadline, for
+// right and wrong passwords alike, on every route that reads it (issue
+// 11: before, 500 without Retry-After, or a wait of the whole lock).
+func TestStoreFaults(t *testing.T) {
+	for _, mode := range []string{"fail", "hang", "deaf"} {
+		t.Run(mode, func(t *testing.T) {
+			store := &faultyStore{Store: nmauth.NewMemoryStore(), deaf: make(chan struct{})}
+			t.Cleanup(func() { close(store.deaf) })
+			f := faultFixture(t, store, nil)
+			f.addUser("alice", "correct horse battery")
+			f.addHost("host-1", "", "host-password-1")
+			token := f.userToken("alice", "correct horse battery")
+			store.break_(mode)
+			wantUnavailable(t, hostLogin(f, "host-password-1"))
+			wantUnavailable(t, hostLogin(f, "wrong password"))
+			wantUnavailable(t, f.loginUser("alice", "correct horse battery"))
+			wantUnavailable(t, f.loginUser("alice", "wrong password"))
+			wantUnavailable(t, f.do("/api/users/alice/auth/init-totp", token, nil))
+			if err := f.auth.Ready(context.Background()); !errors.Is(err, nmauth.ErrStoreUnavailable) {
+				t.Errorf("Ready = %v, want ErrStoreUnavailable", err)
+			}
+			store.break_("")
+			wantStatus(t, hostLogin(f, "host-password-1"), http.StatusOK)
+			if err := f.auth.Ready(context.Background()); err != nil {
+				t.Errorf("Ready after the fault = %v", err)
+			}
+		})
+	}
+}
+
+// TestMalformedHostHashIsAServerFault: a host whose stored hash is
+// malformed gets 500 and an error log naming it, never 401 (issue 11:
+// before, 401 and no log, and netclient dropped the host).
+func TestMalformedHostHashIsAServerFault(t *testing.T) {
+	var logs bytes.Buffer
+	store := nmauth.NewMemoryStore()
+	f := faultFixture(t, store, &logs)
+	f.addHost("host-1", "", "host-password-1")
+	if err := store.UpdateHost(context.Background(), "host-1", func(h *nmauth.Host) error {
+		h.PasswordHash = "$argon2id$v=19$m=19456,t=2,p=1$garbage"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, hostLogin(f, "host-password-1"), http.StatusInternalServerError)
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "host-1") || strings.Contains(logs.String(), "garbage") {
+		t.Errorf("log %q: want an error naming host-1 and not the hash", logs.String())
+	}
+}
+
+// TestStoreErrorsLoggedAtABoundedRate: a store down under load logs one
+// line per second with the count of lines left out.
+func TestStoreErrorsLoggedAtABoundedRate(t *testing.T) {
+	var logs bytes.Buffer
+	store := &faultyStore{Store: nmauth.NewMemoryStore()}
+	f := faultFixture(t, store, &logs)
+	f.addUser("alice", "correct horse battery")
+	store.break_("fail")
+	for range 50 {
+		f.auth.Ready(context.Background())
+	}
+	f.clock.Advance(2 * time.Second)
+	f.auth.Ready(context.Background())
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], "not_logged_since_last=49") {
+		t.Fatalf("log lines %q, want 2, the second counting 49 left out", lines)
+	}
+}
+
+// TestSQLiteFaults: a SQLite database whose write lock another connection
+// holds, and one that cannot be written, refuse right and wrong passwords
+// alike with 503 (issue 11: before, a read-only or full database answered
+// a wrong password 500 and a right one 200, a password oracle).
+func TestSQLiteFaults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nmauth.db")
+	db := openSQLite(t, path)
+	store := newSQLStore(t, db, nmauth.DialectSQLite)
+	f := faultFixture(t, store, nil)
+	f.addUser("alice", "correct horse battery")
+	f.addHost("host-1", "", "host-password-1")
+
+	t.Run("write lock held by another connection", func(t *testing.T) {
+		other := openSQLite(t, path)
+		tx, err := other.BeginTx(context.Background(), nil) // _txlock=immediate: takes the write lock
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec("UPDATE nmauth_users SET disabled = disabled"); err != nil {
+			t.Fatal(err)
+		}
+		wantUnavailable(t, hostLogin(f, "host-password-1"))
+		wantUnavailable(t, f.loginUser("alice", "correct horse battery"))
+		wantUnavailable(t, f.loginUser("alice", "wrong password"))
+		tx.Rollback()
+		wantStatus(t, hostLogin(f, "host-password-1"), http.StatusOK)
+	})
+	t.Run("read-only database", func(t *testing.T) {
+		ro, err := sql.Open("sqlite", nmauth.SQLiteDSN(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ro.Close() })
+		ro.SetMaxOpenConns(1) // so the pragma below holds for every call
+		roStore := newSQLStore(t, ro, nmauth.DialectSQLite)
+		if _, err := ro.Exec("PRAGMA query_only = 1"); err != nil {
+			t.Fatal(err)
+		}
+		g := faultFixture(t, roStore, nil)
+		wantUnavailable(t, g.loginUser("alice", "correct horse battery"))
+		wantUnavailable(t, g.loginUser("alice", "wrong password"))
+		wantUnavailable(t, hostLogin(g, "host-password-1"))
+		if u := getUser(t, store, "alice"); u.PasswordFailures != 0 {
+			t.Errorf("PasswordFailures = %d after refused attempts", u.PasswordFailures)
+		}
+	})
+}
+
+// TestCheckSecrets: a store written under one root secret is refused under
+// another, accepted when the old one is still listed, and TOTP secrets
+// sealed under a secret no longer configured are named (issue 11, and
+// issue 14 finding 9).
+func TestCheckSecrets(t *testing.T) {
+	store := nmauth.NewMemoryStore()
+	ctx := context.Background()
+	newAuth := func(secrets ...[]byte) *nmauth.Authenticator {
+		a, err := nmauth.New(nmauth.Config{Store: store, Secrets: secrets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	old := newAuth(testSecret(1))
+	if err := old.CheckSecrets(ctx); err != nil {
+		t.Fatalf("empty store: %v", err)
+	}
+	if err := old.CreateUser(ctx, "alice", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	if err := newAuth(testSecret(2)).CheckSecrets(ctx); !errors.Is(err, nmauth.ErrSecretMismatch) {
+		t.Errorf("another secret: %v, want ErrSecretMismatch", err)
+	}
+	if err := newAuth(testSecret(2), testSecret(1)).CheckSecrets(ctx); err != nil {
+		t.Errorf("new,old: %v", err)
+	}
+	// TOTP on under the old secret, which is then dropped before reseal.
+	master := nmauth.Principal{Kind: nmauth.KindMaster}
+	e, err := old.InitTOTP(ctx, master, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, clock: &clock{now: time.Now()}}
+	if _, err := old.CompleteTOTP(ctx, master, "alice", e.URL, e.Signature, f.code(secretOf(t, e.URL), 0)); err != nil {
+		t.Fatal(err)
+	}
+	err = newAuth(testSecret(2)).CheckSecrets(ctx)
+	if !errors.Is(err, nmauth.ErrSecretMismatch) || !strings.Contains(err.Error(), "TOTP") {
+		t.Errorf("TOTP secrets under a dropped secret: %v, want ErrSecretMismatch naming them", err)
+	}
+}
