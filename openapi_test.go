@@ -2,6 +2,9 @@ package nmauth_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -143,4 +146,95 @@ func TestOpenAPICheckerRefusesWrongAnswers(t *testing.T) {
 	if err := c.Check(x); err == nil {
 		t.Error("the checker accepts 200 for a text/plain body")
 	}
+}
+
+// TestOpenAPINodeRoutes sends node login, on every node route of each
+// profile, the requests each refusal of the handler answers, so that the
+// document is checked for each status and not only for the ones a walk
+// through the happy path meets.
+func TestOpenAPINodeRoutes(t *testing.T) {
+	eachWire(t, func(t *testing.T, w nmauth.WireProfile) {
+		f := newFixture(t, withWire(w), func(c *nmauth.Config) {
+			c.NodeMember = func(_ context.Context, network, hostID string) (bool, error) {
+				if network == "broken" {
+					return false, errors.New("membership table unreadable")
+				}
+				return network == "net-1" && hostID == testHostIDs[0], nil
+			}
+		})
+		f.addHost(testHostIDs[0], "aa:bb:cc:dd:ee:01", "host-password-1")
+		paths := []string{"/api/nodes/%s/authenticate"}
+		if w == nmauth.WireNetmaker {
+			paths = append(paths, "/api/nodes/adm/%s/authenticate")
+		}
+		good := `{"id":"` + testHostIDs[0] + `","password":"host-password-1"}`
+		for _, path := range paths {
+			url := func(network string) string { return f.srv.URL + fmt.Sprintf(path, network) }
+			post := func(network, contentType, body string) reply {
+				req, err := http.NewRequest(http.MethodPost, url(network), strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", contentType)
+				return f.send(req)
+			}
+			t.Run(path, func(t *testing.T) {
+				wantStatus(t, post("net-1", "application/json", good), http.StatusOK)
+				wantError(t, post("net-1", "application/json", `{"id":`), http.StatusBadRequest)
+				wantError(t, post("a%20b", "application/json", good), http.StatusBadRequest)
+				wantError(t, post("net-1", "application/json", `{"id":"`+testHostIDs[0]+`","password":"host-password-1","macaddress":"not a mac"}`), http.StatusBadRequest)
+				wantError(t, post("net-1", "application/json", `{"id":"`+testHostIDs[0]+`","password":"wrong-password"}`), http.StatusUnauthorized)
+				wantError(t, post("net-2", "application/json", good), http.StatusForbidden)
+				wantError(t, post("net-1", "text/plain", good), http.StatusUnsupportedMediaType)
+				wantError(t, post("net-1", "application/json", `{"id":"`+strings.Repeat("x", nmauth.MaxBodyBytes)+`"}`), http.StatusRequestEntityTooLarge)
+				wantError(t, post("broken", "application/json", good), http.StatusInternalServerError)
+				req, err := http.NewRequest(http.MethodGet, url("net-1"), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := f.send(req)
+				wantError(t, r, http.StatusMethodNotAllowed)
+				if r.header.Get("Allow") != http.MethodPost {
+					t.Errorf("405 with Allow %q, want POST", r.header.Get("Allow"))
+				}
+			})
+		}
+	})
+}
+
+// TestOpenAPICheckerRefusesWrongNodeAnswers feeds each profile's checker
+// a node login answer with the other profile's keys, after the right one,
+// so that the node routes are known to be checked against their schema.
+func TestOpenAPICheckerRefusesWrongNodeAnswers(t *testing.T) {
+	eachWire(t, func(t *testing.T, w nmauth.WireProfile) {
+		c := openAPIChecker(t, w)
+		f := newFixture(t, withWire(w), memberOf)
+		f.addHost(testHostIDs[0], "", "host-password-1")
+		body := []byte(`{"id":"` + testHostIDs[0] + `","password":"host-password-1"}`)
+		req := func() *http.Request {
+			r, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/nodes/net-1/authenticate", bytes.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			return r
+		}
+		right := f.send(req())
+		wantStatus(t, right, http.StatusOK)
+		tok, _ := right.field(t, "authToken").(string)
+		wrong := map[nmauth.WireProfile][]string{
+			nmauth.WireSpec: {
+				`{"code":200,"message":"node authenticated","response":{"authToken":"` + tok + `","id":"` + testHostIDs[0] + `"}}`,
+				`{"Code":200,"Message":"node authenticated","Response":{"ID":"` + testHostIDs[0] + `","AuthToken":"` + tok + `"}}`,
+			},
+			nmauth.WireNetmaker: {
+				`{"Code":200,"Message":"node authenticated","Response":{"ID":"` + testHostIDs[0] + `","AuthToken":"` + tok + `","network":"net-1"}}`,
+				`{"Code":200,"Message":"node authenticated","Response":{"ID":"` + strings.ToUpper(testHostIDs[0]) + `","AuthToken":"` + tok + `"}}`,
+				`{"code":200,"message":"node authenticated","response":{"authToken":"` + tok + `","id":"` + testHostIDs[0] + `","network":"net-1"}}`,
+			},
+		}
+		for _, b := range wrong[w] {
+			x := openapitest.Exchange{Request: req(), RequestBody: body, Status: right.status, Header: right.header, Body: []byte(b)}
+			if err := c.Check(x); err == nil {
+				t.Errorf("the checker accepts %s", b)
+			}
+		}
+	})
 }

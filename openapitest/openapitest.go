@@ -4,7 +4,7 @@
 //
 // Build a Checker once and pass it every exchange a test makes:
 //
-//	c, err := openapitest.New(nmauth.OpenAPI())
+//	c, err := openapitest.New(nmauth.OpenAPI(nmauth.WireSpec))
 //	...
 //	if err := c.Check(openapitest.Exchange{Request: req, RequestBody: sent,
 //		Status: resp.StatusCode, Header: resp.Header, Body: got}); err != nil {

@@ -22,6 +22,8 @@ import (
 
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
+
+	"github.com/nmauth/nmauth"
 )
 
 // startupLimit bounds how long a test waits for nmauthd to come up or go
@@ -130,6 +132,9 @@ type daemon struct {
 	stdout *lockedBuffer
 	stderr *logSink
 	done   chan struct{}
+	// wire is the profile of its --wire flag, whose document every
+	// exchange with it is checked against.
+	wire nmauth.WireProfile
 }
 
 // startDaemon runs nmauthd serve on a free loopback port and waits until
@@ -143,6 +148,7 @@ func startDaemon(t *testing.T, dir string, env []string, args ...string) *daemon
 		stdout: &lockedBuffer{},
 		stderr: &logSink{listening: make(chan string, 1)},
 		done:   make(chan struct{}),
+		wire:   wireFlag(t, args),
 	}
 	d.cmd.Dir, d.cmd.Env = dir, env
 	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
@@ -167,6 +173,28 @@ func startDaemon(t *testing.T, dir string, env []string, args ...string) *daemon
 	}
 	d.waitHealthy()
 	return d
+}
+
+// wireFlag returns the profile that the serve arguments args choose with
+// --wire, the spec profile without one. The last --wire wins, as it does
+// for the flag package.
+func wireFlag(t *testing.T, args []string) nmauth.WireProfile {
+	t.Helper()
+	name := "spec"
+	for i, a := range args {
+		a = "-" + strings.TrimLeft(a, "-")
+		switch {
+		case a == "-wire" && i+1 < len(args):
+			name = args[i+1]
+		case strings.HasPrefix(a, "-wire="):
+			name = strings.TrimPrefix(a, "-wire=")
+		}
+	}
+	w, err := nmauth.ParseWireProfile(name)
+	if err != nil {
+		t.Fatalf("startDaemon: %v", err)
+	}
+	return w
 }
 
 func (d *daemon) waitHealthy() {
@@ -250,10 +278,12 @@ var httpClient = &http.Client{Timeout: time.Minute}
 // call sends one request; body, if not nil, is sent as JSON.
 func (d *daemon) call(method, path, bearer string, body any) reply {
 	d.t.Helper()
-	return callURL(d.t, method, d.url+path, bearer, body)
+	return callURL(d.t, d.wire, method, d.url+path, bearer, body)
 }
 
-func callURL(t *testing.T, method, target, bearer string, body any) reply {
+// callURL sends one request to a server answering in profile wire and
+// checks the exchange against that profile's document.
+func callURL(t *testing.T, wire nmauth.WireProfile, method, target, bearer string, body any) reply {
 	t.Helper()
 	var rd io.Reader
 	var sent []byte
@@ -284,7 +314,7 @@ func callURL(t *testing.T, method, target, bearer string, body any) reply {
 		t.Fatal(err)
 	}
 	r := reply{status: resp.StatusCode, header: resp.Header, body: b}
-	checkOpenAPI(t, req, sent, r)
+	checkOpenAPI(t, wire, req, sent, r)
 	return r
 }
 

@@ -89,7 +89,7 @@ func newMetrics(wire nmauth.WireProfile) (*metrics, error) {
 	}
 	// Every series a dashboard expects exists from the start, at zero.
 	for _, result := range []string{resultSuccess, resultWrong, resultThrottled, resultOverloaded} {
-		for _, kind := range []nmauth.PrincipalKind{nmauth.KindUser, nmauth.KindHost} {
+		for _, kind := range []nmauth.PrincipalKind{nmauth.KindUser, nmauth.KindHost, nmauth.KindNode} {
 			m.logins.WithLabelValues(string(kind), result)
 		}
 		m.totp.WithLabelValues(result)
@@ -142,10 +142,13 @@ func (m *metrics) observeEvent(e nmauth.Event) {
 
 // overloadRoutes are the routes whose 503 means an attempt the server
 // could not take: the library sends no event for it, as nothing was
-// checked. The value is the principal kind, or "" for verify-totp.
+// checked. The value is the principal kind, or "" for verify-totp. The
+// second node route is in the Netmaker profile's document only.
 var overloadRoutes = map[string]string{
 	"POST /api/users/adm/authenticate":            string(nmauth.KindUser),
 	"POST /api/hosts/adm/authenticate":            string(nmauth.KindHost),
+	"POST /api/nodes/{network}/authenticate":      string(nmauth.KindNode),
+	"POST /api/nodes/adm/{network}/authenticate":  string(nmauth.KindNode),
 	"POST /api/users/{username}/auth/verify-totp": "",
 }
 

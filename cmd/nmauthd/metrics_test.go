@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/nmauth/nmauth"
 )
 
 var metricsLine = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
@@ -144,4 +147,66 @@ func get(t *testing.T, url string) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// TestRouteLabels checks that each profile's node login routes get labels
+// of their own, taken from that profile's document, and that a 503 there
+// counts as an overloaded node login.
+func TestRouteLabels(t *testing.T) {
+	const node, nodeAdm = "POST /api/nodes/{network}/authenticate", "POST /api/nodes/adm/{network}/authenticate"
+	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
+		t.Run(wire.String(), func(t *testing.T) {
+			m, err := newMetrics(wire)
+			if err != nil {
+				t.Fatal(err)
+			}
+			admLabel := "other"
+			if wire == nmauth.WireNetmaker {
+				admLabel = nodeAdm
+			}
+			busy := m.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}))
+			for _, tc := range []struct{ method, path, label string }{
+				{"POST", "/api/nodes/net-1/authenticate", node},
+				{"POST", "/api/nodes/adm/net-1/authenticate", admLabel},
+				{"POST", "/api/nodes/adm/authenticate", node},
+				{"GET", "/api/nodes/net-1/authenticate", "other"},
+				{"POST", "/api/hosts/adm/authenticate", "POST /api/hosts/adm/authenticate"},
+			} {
+				req := httptest.NewRequest(tc.method, tc.path, nil)
+				if got := m.routes.label(req); got != tc.label {
+					t.Errorf("%s %s: label %q, want %q", tc.method, tc.path, got, tc.label)
+				}
+				busy.ServeHTTP(httptest.NewRecorder(), req)
+			}
+			overloaded := 2.0
+			if wire == nmauth.WireNetmaker {
+				overloaded = 3
+			}
+			gathered, err := m.registry.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fams := map[string]*dto.MetricFamily{}
+			for _, f := range gathered {
+				fams[f.GetName()] = f
+			}
+			want := []struct {
+				family string
+				labels map[string]string
+				value  float64
+			}{
+				{"nmauthd_logins_total", map[string]string{"kind": "node", "result": resultOverloaded}, overloaded},
+				{"nmauthd_logins_total", map[string]string{"kind": "host", "result": resultOverloaded}, 1},
+				{"nmauthd_http_requests_total", map[string]string{"route": node, "status": "503"}, 2},
+				{"nmauthd_http_requests_total", map[string]string{"route": "other", "status": "503"}, 4 - overloaded},
+			}
+			for _, w := range want {
+				if got, _ := sample(fams[w.family], w.labels); got != w.value {
+					t.Errorf("%s%v = %v, want %v", w.family, w.labels, got, w.value)
+				}
+			}
+		})
+	}
 }

@@ -50,7 +50,7 @@ func TestMux(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := callURL(t, tc.method, srv.URL+tc.path, tc.bearer, nil)
+			r := callURL(t, nmauth.WireSpec, tc.method, srv.URL+tc.path, tc.bearer, nil)
 			if r.status != tc.status || tc.body != "" && string(r.body) != tc.body {
 				t.Errorf("status %d body %q, want %d %q", r.status, r.body, tc.status, tc.body)
 			}
