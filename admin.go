@@ -142,13 +142,43 @@ func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string
 
 // DisableHost refuses the host's logins and revokes its tokens.
 func (a *Authenticator) DisableHost(ctx context.Context, id string) error {
+	return a.updateHost(ctx, id, func(h *Host) { h.Disabled = true })
+}
+
+// EnableHost lets a disabled host log in again. Tokens revoked by the
+// disable stay revoked: the generation moves on again.
+func (a *Authenticator) EnableHost(ctx context.Context, id string) error {
+	return a.updateHost(ctx, id, func(h *Host) { h.Disabled = false })
+}
+
+// SetHostPassword replaces a host's password and revokes its tokens.
+func (a *Authenticator) SetHostPassword(ctx context.Context, id, password string) error {
+	hash, err := a.newPasswordHash(ctx, password)
+	if err != nil {
+		return err
+	}
+	return a.updateHost(ctx, id, func(h *Host) {
+		h.PasswordHash = hash
+		resetAttempts(hostAccount(h))
+	})
+}
+
+// RevokeHostTokens makes every token the host holds stop working, and
+// the node tokens it got from [Authenticator.LoginNode] with them.
+func (a *Authenticator) RevokeHostTokens(ctx context.Context, id string) error {
+	return a.updateHost(ctx, id, func(*Host) {})
+}
+
+// updateHost applies change and revokes the host's tokens, moving the
+// generation on, in one atomic update.
+func (a *Authenticator) updateHost(ctx context.Context, id string, change func(*Host)) error {
 	id, err := prepareHostID(id)
 	if err != nil {
 		return err
 	}
 	defer a.status.forget(KindHost, id)
 	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
-		h.Disabled = true
+		change(h)
 		h.Generation++
 		return nil
 	})

@@ -261,16 +261,19 @@ func New(cfg Config) (*Authenticator, error) {
 		kindNode:    cfg.NodeTokenTTL,
 	}
 	faults := &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second}
+	// Every Store call, the bearer check's included, goes through the
+	// guard: under the deadline, its failures answered as the server's.
+	store := &guardedStore{Store: cfg.Store, timeout: cfg.StoreTimeout, log: faults}
 	a := &Authenticator{
 		cfg:     cfg,
-		store:   &guardedStore{Store: cfg.Store, timeout: cfg.StoreTimeout, log: faults},
+		store:   store,
 		ring:    ring,
 		minter:  &tokenMinter{ring: ring, issuer: cfg.Issuer, rand: cfg.Rand},
 		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
 		preAuth: newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
 		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),
 		tokens:  newTokenCache(cfg.TokenCacheSize, cfg.Now),
-		status:  newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(cfg.Store)),
+		status:  newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store)),
 		clients: newClientLimiter(cfg.ClientRate, cfg.ClientBurst, cfg.TrustedProxies),
 		log:     cfg.Logger,
 	}
@@ -671,4 +674,3 @@ func addDelay(now time.Time, d time.Duration) time.Time {
 	}
 	return now.Add(d)
 }
-

@@ -88,3 +88,72 @@ func TestUnknownHostMatchesInvalidCredentials(t *testing.T) {
 		t.Errorf("spec profile answers an unknown host %d, want 401 like a wrong password", r.status)
 	}
 }
+
+// TestHostLifecycle walks a host through the same changes a user has:
+// each revoking change kills the tokens it held, node tokens included.
+func TestHostLifecycle(t *testing.T) {
+	members := func(context.Context, string, string) (bool, error) { return true, nil }
+	f := newFixture(t, func(c *nmauth.Config) { c.NodeMember = members })
+	id := testHostIDs[0]
+	f.addHost(id, "", "host-password-1")
+	ctx := context.Background()
+	tokens := func(password string) []string {
+		t.Helper()
+		h, err := f.auth.LoginHost(ctx, id, "", password)
+		if err != nil {
+			t.Fatalf("LoginHost: %v", err)
+		}
+		n, err := f.auth.LoginNode(ctx, "home", id, "", password)
+		if err != nil {
+			t.Fatalf("LoginNode: %v", err)
+		}
+		return []string{h.AuthToken, n.AuthToken}
+	}
+	wantDead := func(step string, toks []string) {
+		t.Helper()
+		for _, tok := range toks {
+			if _, err := f.auth.CheckBearer(ctx, tok); !errors.Is(err, nmauth.ErrUnauthenticated) {
+				t.Errorf("after %s a token from before checks with %v, want ErrUnauthenticated", step, err)
+			}
+		}
+	}
+
+	held := tokens("host-password-1")
+	if err := f.auth.RevokeHostTokens(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	wantDead("RevokeHostTokens", held)
+
+	held = tokens("host-password-1")
+	if err := f.auth.SetHostPassword(ctx, id, "host-password-2"); err != nil {
+		t.Fatal(err)
+	}
+	wantDead("SetHostPassword", held)
+	if _, err := f.auth.LoginHost(ctx, id, "", "host-password-1"); !errors.Is(err, nmauth.ErrInvalidCredentials) {
+		t.Errorf("old password after SetHostPassword: %v, want ErrInvalidCredentials", err)
+	}
+	if err := f.auth.SetHostPassword(ctx, id, "short"); !errors.Is(err, nmauth.ErrInvalidPassword) {
+		t.Errorf("SetHostPassword with a short password: %v, want ErrInvalidPassword", err)
+	}
+
+	held = tokens("host-password-2")
+	if err := f.auth.DisableHost(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	wantDead("DisableHost", held)
+	if _, err := f.auth.LoginHost(ctx, id, "", "host-password-2"); !errors.Is(err, nmauth.ErrInvalidCredentials) {
+		t.Errorf("login of a disabled host: %v, want ErrInvalidCredentials", err)
+	}
+	if err := f.auth.EnableHost(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	held = tokens("host-password-2")
+	for _, tok := range held {
+		if _, err := f.auth.CheckBearer(ctx, tok); err != nil {
+			t.Errorf("token after EnableHost: %v", err)
+		}
+	}
+	if err := f.auth.EnableHost(ctx, testHostIDs[1]); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("EnableHost of an unknown host: %v, want ErrNotFound", err)
+	}
+}
