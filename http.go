@@ -320,7 +320,8 @@ func jsonFields(v any) map[string]bool {
 	if t.Kind() != reflect.Struct {
 		return fields
 	}
-	for f := range t.Fields() {
+	for i := range t.NumField() {
+		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" || !f.IsExported() {
 			continue

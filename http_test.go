@@ -37,6 +37,7 @@ func TestHostLogin(t *testing.T) {
 			{"unknown host", testHostIDs[2], "", "host-password-1", 401, 400},
 			{"id in upper case", strings.ToUpper(testHostIDs[0]), "", "host-password-1", 200, 0},
 			{"id not a UUID", "host-1", "", "host-password-1", 401, 400},
+			{"id of UUID length, not hex", "g" + testHostIDs[0][1:], "", "host-password-1", 401, 400},
 			{"malformed mac", testHostIDs[0], "not-a-mac", "host-password-1", 400, 0},
 		}
 		for _, tc := range tests {

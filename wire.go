@@ -4,8 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-
-	"github.com/google/uuid"
+	"strings"
 )
 
 // WireProfile chooses the bytes the handler writes: the spec's field names
@@ -170,11 +169,18 @@ func (a *Authenticator) wireHostID(id string) (string, error) {
 	if len(id) != 36 {
 		return "", ErrInvalidHost
 	}
-	u, err := uuid.Parse(id)
-	if err != nil {
-		return "", ErrInvalidHost
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return "", ErrInvalidHost
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return "", ErrInvalidHost
+		}
 	}
-	return u.String(), nil
+	return strings.ToLower(id), nil
 }
 
 // nodeLoginPaths are the node login routes: the spec's, and in the

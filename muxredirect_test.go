@@ -1,0 +1,10 @@
+//go:build go1.26
+
+package nmauth_test
+
+import "net/http"
+
+// muxRedirect is the status net/http's ServeMux answers when it redirects a
+// path to its cleaned form: 307 from Go 1.26 on, which keeps the method
+// (301 before).
+const muxRedirect = http.StatusTemporaryRedirect
