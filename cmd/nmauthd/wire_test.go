@@ -61,7 +61,7 @@ func nodeWalk(t *testing.T, dir string, env []string, db string) {
 
 func TestNodeLoginSQLite(t *testing.T) {
 	dir := t.TempDir()
-	nodeWalk(t, dir, baseEnv("MASTER_KEY="+testMasterKey), filepath.Join(dir, "nmauth.db"))
+	nodeWalk(t, dir, baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SECRET="+newRootSecret(t)), filepath.Join(dir, "nmauth.db"))
 }
 
 func TestNodeLoginPostgres(t *testing.T) {
