@@ -26,9 +26,11 @@ const browserStepLimit = time.Minute
 // TestBrowserDemoPage drives the page of nmauthd serve --dev in headless
 // Chromium as a person would: user login, TOTP enrollment with codes
 // computed here from the secret the page shows, log-out, login through the
-// code prompt, host login, and the errors of a wrong password, a wrong code
-// and a server that is gone. Set NMAUTH_DEMO_SCREENSHOT to a path to save a
-// picture of the page while it shows the QR code.
+// code prompt, host login, the admin view with the master key (the demo
+// user and host, their state, disable and enable), and the errors of a
+// wrong password, a wrong code and a server that is gone. Set
+// NMAUTH_DEMO_SCREENSHOT to a path to save a picture of the page while it
+// shows the QR code and the admin view.
 func TestBrowserDemoPage(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		requireCI(t, "the browser test needs Chromium at "+chromiumPath+
@@ -47,6 +49,14 @@ func TestBrowserDemoPage(t *testing.T) {
 
 	p.logInUser(user, vars["DEMO_PASSWORD"], "Logged in as "+user+".")
 	p.wantPrincipal(map[string]string{"kind": "user", "name": user, "totp": "no"})
+
+	// The admin view, open beside the session from now on.
+	master := vars["DEMO_MASTER_KEY"]
+	p.do("type the master key", chromedp.SendKeys(chromedp.ID("admin-key"), master))
+	p.act("open the admin view", chromedp.Click(chromedp.CSS("#admin-key-form button[type=submit]")), "Admin view open.")
+	p.wantAdminRow("users", user, map[string]string{"state": "enabled", "totp": "off", "recoveryCodes": "0", "locked": "no"})
+	p.wantAdminRow("hosts", host, map[string]string{"state": "enabled", "mac": "any", "locked": "no"})
+	p.noSecretInPage(master)
 
 	// Enroll with a code computed from the secret as the page shows it.
 	p.act("start enrollment", chromedp.Click(chromedp.ID("enroll-start")), "Add the account to your authenticator app")
@@ -99,6 +109,25 @@ func TestBrowserDemoPage(t *testing.T) {
 	p.logInUser(user, "not-the-password", "User login failed: invalid credentials (HTTP 401)")
 	if !evaluate[bool](p, `document.getElementById("status").classList.contains("error")`) {
 		t.Error("the wrong password is not shown as an error")
+	}
+
+	// The admin view sees the enrollment, disables the user, whose login
+	// then fails, and enables the user again; the same for the host.
+	p.act("refresh the admin view", chromedp.Click(chromedp.ID("admin-refresh")), "Admin view refreshed.")
+	p.wantAdminRow("users", user, map[string]string{"state": "enabled", "totp": "on", "recoveryCodes": "10"})
+	p.act("disable the user", p.adminClick("users", user, "disable"), "User "+user+": user disabled.")
+	p.wantAdminRow("users", user, map[string]string{"state": "disabled", "totp": "on"})
+	p.logInUser(user, vars["DEMO_PASSWORD"], "User login failed: invalid credentials (HTTP 401)")
+	p.act("enable the user", p.adminClick("users", user, "enable"), "User "+user+": user enabled.")
+	p.wantAdminRow("users", user, map[string]string{"state": "enabled", "totp": "on"})
+	p.act("disable the host", p.adminClick("hosts", host, "disable"), "Host "+host+": host disabled.")
+	p.wantAdminRow("hosts", host, map[string]string{"state": "disabled"})
+	p.act("enable the host", p.adminClick("hosts", host, "enable"), "Host "+host+": host enabled.")
+	p.wantAdminRow("hosts", host, map[string]string{"state": "enabled"})
+	p.noSecretInPage(master)
+	p.act("close the admin view", chromedp.Click(chromedp.ID("admin-close")), "Admin view closed")
+	if n := evaluate[int](p, `document.querySelectorAll("#admin-users tbody tr, #admin-hosts tbody tr").length`); n != 0 {
+		p.t.Errorf("after closing, the admin view still shows %d rows", n)
 	}
 
 	d.stop()
@@ -286,6 +315,62 @@ func (p *page) noTokenInPage() {
 	if !slices.Equal(stored, []int{0, 0, 0}) {
 		p.t.Errorf("the page stored something: localStorage, sessionStorage and cookie lengths %v", stored)
 	}
+}
+
+// adminRowExpr is a JavaScript expression: the row of the admin table of
+// kind ("users" or "hosts") whose name cell is name, or undefined.
+func adminRowExpr(kind, name string) string {
+	return `[...document.querySelectorAll("#admin-` + kind + ` tbody tr")].find(
+		(tr) => tr.querySelector("[data-field=name]").textContent === ` + jsString(name) + `)`
+}
+
+// wantAdminRow checks cells of the row of name in the admin table of kind.
+func (p *page) wantAdminRow(kind, name string, want map[string]string) {
+	p.t.Helper()
+	got := evaluate[map[string]string](p, `(() => {
+		const tr = `+adminRowExpr(kind, name)+`;
+		return tr ? Object.fromEntries([...tr.querySelectorAll("td[data-field]")].map(td => [td.dataset.field, td.textContent])) : {};
+	})()`)
+	if len(got) == 0 {
+		p.t.Fatalf("the admin table of %s has no row %q", kind, name)
+	}
+	for field, w := range want {
+		if got[field] != w {
+			p.t.Errorf("admin %s row %q: %s = %q, want %q (all: %q)", kind, name, field, got[field], w, got)
+		}
+	}
+}
+
+// adminClick clicks the button of action in the row of name in the admin
+// table of kind, and fails when there is none.
+func (p *page) adminClick(kind, name, action string) chromedp.Action[chromedp.Void] {
+	expr := `(() => {
+		const tr = ` + adminRowExpr(kind, name) + `;
+		const b = tr && tr.querySelector("button[data-action=` + action + `]");
+		if (!b) return false;
+		b.click();
+		return true;
+	})()`
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		ok, err := chromedp.Evaluate[bool](expr)(ctx, tg)
+		if err == nil && !ok {
+			err = fmt.Errorf("no %s button in the %s row %q", action, kind, name)
+		}
+		return chromedp.Void{}, err
+	}
+}
+
+// noSecretInPage checks that the master key is neither in the document,
+// nor left in its input, nor in any storage that outlives the tab.
+func (p *page) noSecretInPage(secret string) {
+	p.t.Helper()
+	if evaluate[bool](p, `document.documentElement.outerHTML.includes(`+jsString(secret)+`)`) {
+		p.t.Error("the page's document contains the master key")
+	}
+	if v := evaluate[string](p, `document.getElementById("admin-key").value`); v != "" {
+		p.t.Error("the master key is still in its input")
+	}
+	p.noTokenInPage()
 }
 
 func (p *page) screenshot(path string) {

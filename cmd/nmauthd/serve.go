@@ -140,7 +140,9 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	c.log.Info("listening", "addr", ln.Addr().String(), "db", b.db.name,
 		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev,
 		"wire", o.wire, "cors_origins", o.corsOrigins.String())
-	var h http.Handler = newMux(b.auth, wire)
+	mux := newMux(b.auth, wire)
+	addAdminRoutes(mux, b.auth, b.db, c.log)
+	var h http.Handler = mux
 	if m != nil {
 		h = m.handler(h)
 	}

@@ -282,6 +282,142 @@
     $("user-name").focus();
   }
 
+  // The admin view. The master key is kept in this closure only, like the
+  // token, and apart from it: logging in or out does not touch it.
+  const adminPageSize = 10;
+  let adminKey = "";
+  // after is the cursor of the page shown ("" for the first), next that of
+  // the following page ("" when it is the last).
+  const adminPages = { users: { after: "", next: "" }, hosts: { after: "", next: "" } };
+
+  function cell(text, field) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (field) td.dataset.field = field;
+    return td;
+  }
+
+  function lockedText(until) {
+    return typeof until === "string" && until !== "" ? new Date(until).toLocaleString() : "no";
+  }
+
+  function actionButton(label, kind, name, action) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "secondary";
+    b.textContent = label;
+    b.dataset.action = action;
+    b.addEventListener("click", () => onAdminAction(kind, name, action, label));
+    return b;
+  }
+
+  function userRow(u) {
+    const tr = document.createElement("tr");
+    const state = cell(u.disabled ? "disabled" : "enabled", "state");
+    if (u.disabled) state.className = "disabled";
+    const actions = document.createElement("td");
+    actions.append(u.disabled
+      ? actionButton("Enable", "users", u.name, "enable")
+      : actionButton("Disable", "users", u.name, "disable"));
+    if (u.totp) actions.append(actionButton("Reset TOTP", "users", u.name, "totp-reset"));
+    tr.append(cell(String(u.name), "name"), state, cell(u.totp ? "on" : "off", "totp"),
+      cell(String(u.recoveryCodesLeft), "recoveryCodes"), cell(lockedText(u.lockedUntil), "locked"), actions);
+    return tr;
+  }
+
+  function hostRow(h) {
+    const tr = document.createElement("tr");
+    const state = cell(h.disabled ? "disabled" : "enabled", "state");
+    if (h.disabled) state.className = "disabled";
+    const actions = document.createElement("td");
+    actions.append(h.disabled
+      ? actionButton("Enable", "hosts", h.id, "enable")
+      : actionButton("Disable", "hosts", h.id, "disable"));
+    tr.append(cell(String(h.id), "name"), state, cell(h.macaddress || "any", "mac"),
+      cell(lockedText(h.lockedUntil), "locked"), actions);
+    return tr;
+  }
+
+  // loadAdminPage shows the page of kind ("users" or "hosts") that starts
+  // after the cursor after.
+  async function loadAdminPage(kind, after) {
+    if (adminKey === "") throw new Error("enter the master key first");
+    const q = new URLSearchParams({ limit: String(adminPageSize) });
+    if (after) q.set("after", after);
+    const page = await api("GET", "/api/admin/" + kind + "?" + q, { bearer: adminKey });
+    if (!Array.isArray(page.items)) throw new Error("the answer has no items");
+    const rows = page.items.map(kind === "users" ? userRow : hostRow);
+    $("admin-" + kind).tBodies[0].replaceChildren(...rows);
+    adminPages[kind] = { after, next: typeof page.next === "string" ? page.next : "" };
+    $("admin-" + kind + "-next").hidden = adminPages[kind].next === "";
+    $("admin-" + kind + "-first").hidden = after === "";
+  }
+
+  async function loadAdmin() {
+    await loadAdminPage("users", adminPages.users.after);
+    await loadAdminPage("hosts", adminPages.hosts.after);
+  }
+
+  function closeAdmin() {
+    adminKey = "";
+    $("admin-key").value = "";
+    for (const kind of ["users", "hosts"]) {
+      $("admin-" + kind).tBodies[0].replaceChildren();
+      adminPages[kind] = { after: "", next: "" };
+    }
+    $("admin-view").hidden = true;
+    $("admin-key-form").hidden = false;
+  }
+
+  function onAdminOpen(ev) {
+    ev.preventDefault();
+    run(ev.currentTarget, "Opening the admin view", async () => {
+      adminKey = $("admin-key").value;
+      $("admin-key").value = "";
+      try {
+        await loadAdmin();
+      } catch (err) {
+        closeAdmin();
+        throw err;
+      }
+      $("admin-key-form").hidden = true;
+      $("admin-view").hidden = false;
+      say("Admin view open.", "ok");
+    });
+  }
+
+  function onAdminAction(kind, name, action, label) {
+    run($("admin-view"), label + " " + name, async () => {
+      const r = await api("POST", "/api/admin/" + kind + "/" + encodeURIComponent(name) + "/" + action,
+        { bearer: adminKey });
+      await loadAdminPage(kind, adminPages[kind].after);
+      say((kind === "users" ? "User " : "Host ") + name + ": " + (r.message || action) + ".", "ok");
+    });
+  }
+
+  function onAdminPage(kind, first) {
+    run($("admin-view"), "Loading the " + kind, async () => {
+      await loadAdminPage(kind, first ? "" : adminPages[kind].next);
+      say("Showing " + kind + (first ? " from the first." : " after " + adminPages[kind].after + "."), "ok");
+    });
+  }
+
+  $("admin-key-form").addEventListener("submit", onAdminOpen);
+  $("admin-refresh").addEventListener("click", () => {
+    run($("admin-view"), "Refreshing the admin view", async () => {
+      await loadAdmin();
+      say("Admin view refreshed.", "ok");
+    });
+  });
+  $("admin-close").addEventListener("click", () => {
+    closeAdmin();
+    say("Admin view closed: this page no longer holds the master key.", "ok");
+  });
+  for (const kind of ["users", "hosts"]) {
+    $("admin-" + kind + "-next").addEventListener("click", () => onAdminPage(kind, false));
+    $("admin-" + kind + "-first").addEventListener("click", () => onAdminPage(kind, true));
+  }
+
   window.addEventListener("error", (ev) => say("Unexpected error: " + ev.message, "error"));
   window.addEventListener("unhandledrejection", (ev) => say("Unexpected error: " + describe(ev.reason), "error"));
 
