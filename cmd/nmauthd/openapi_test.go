@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,7 +49,7 @@ func TestOpenAPIServed(t *testing.T) {
 	routes := []string{"/api/hosts/adm/authenticate:", "/api/users/adm/authenticate:",
 		"/api/users/{username}/auth/init-totp:", "/api/users/{username}/auth/complete-totp:",
 		"/api/users/{username}/auth/verify-totp:", "/api/nodes/{network}/authenticate:",
-		"/api/whoami:", "/healthz:", "/openapi.yaml:"}
+		"/api/whoami:", "/healthz:", "/readyz:", "/openapi.yaml:"}
 	const netmakerOnly = "/api/nodes/adm/{network}/authenticate:"
 	served := map[nmauth.WireProfile]string{}
 	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
@@ -73,5 +74,60 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 	if served[nmauth.WireSpec] == served[nmauth.WireNetmaker] {
 		t.Error("both profiles serve the same document")
+	}
+}
+
+// TestOutsideTheHandlerTheEnvelope asks nmauthd, in each profile, for
+// paths no route serves and for its GET routes with other methods: the
+// answers are the error envelope of that profile, as the document says,
+// not ServeMux's plain text.
+func TestOutsideTheHandlerTheEnvelope(t *testing.T) {
+	cases := []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/nowhere", http.StatusNotFound},
+		{"POST", "/nowhere/deeper", http.StatusNotFound},
+		{"POST", "/healthz", http.StatusMethodNotAllowed},
+		{"DELETE", "/readyz", http.StatusMethodNotAllowed},
+		{"PUT", "/openapi.yaml", http.StatusMethodNotAllowed},
+		{"POST", "/", http.StatusMethodNotAllowed},
+		{"POST", "/assets/app.js", http.StatusMethodNotAllowed},
+	}
+	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
+		t.Run(wire.String(), func(t *testing.T) {
+			srv := httptest.NewServer(newMux(newTestAuthenticator(t), wire))
+			defer srv.Close()
+			for _, c := range cases {
+				r := callURL(t, wire, c.method, srv.URL+c.path, "", nil)
+				where := c.method + " " + c.path
+				if r.status != c.status || r.header.Get("Content-Type") != "application/json" {
+					t.Errorf("%s: %d %q, want %d application/json; body %s", where, r.status, r.header.Get("Content-Type"), c.status, r.body)
+					continue
+				}
+				if allow := r.header.Get("Allow"); (c.status == http.StatusMethodNotAllowed) != (allow == "GET, HEAD") {
+					t.Errorf("%s: %d with Allow %q", where, r.status, allow)
+				}
+				var env map[string]any
+				if err := json.Unmarshal(r.body, &env); err != nil {
+					t.Fatalf("%s: %s: %v", where, r.body, err)
+				}
+				want := map[string]any{"code": float64(c.status)}
+				if wire == nmauth.WireNetmaker {
+					want = map[string]any{"Code": float64(c.status), "Response": nil}
+				}
+				for k, v := range want {
+					if got, ok := env[k]; !ok || got != v {
+						t.Errorf("%s: %s is %v, want %v; body %s", where, k, got, v, r.body)
+					}
+				}
+			}
+			// The routes themselves still answer.
+			for _, path := range []string{"/healthz", "/readyz"} {
+				if r := callURL(t, wire, "GET", srv.URL+path, "", nil); r.status != http.StatusOK || string(r.body) != "ok\n" {
+					t.Errorf("GET %s: %d %s", path, r.status, r.body)
+				}
+			}
+		})
 	}
 }

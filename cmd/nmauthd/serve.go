@@ -32,7 +32,10 @@ const (
 // newMux returns the routes of nmauthd: the nmauth handler at /api/, the
 // bearer-protected GET /api/whoami, GET /healthz (the process lives),
 // GET /readyz (the store answers), GET /openapi.yaml, and the demo page at
-// GET / with its assets. More routes can be added to the returned mux.
+// GET / with its assets. Outside /api/, where the handler answers, a path
+// no route serves answers 404 and another method on a GET route 405 with
+// Allow, both in the error envelope of wire. More routes can be added to
+// the returned mux.
 func newMux(auth *nmauth.Authenticator, wire nmauth.WireProfile) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler())
@@ -42,7 +45,40 @@ func newMux(auth *nmauth.Authenticator, wire nmauth.WireProfile) *http.ServeMux 
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { serveReadyz(w, r, auth) })
 	mux.HandleFunc("GET /{$}", servePage)
 	mux.HandleFunc("GET /assets/", serveAsset)
+	// A pattern without a method matches what the GET pattern beside it
+	// does not, so that these answers replace ServeMux's plain-text ones.
+	wrongMethod := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeErrorEnvelope(w, wire, http.StatusMethodNotAllowed, "method not allowed")
+	}
+	for _, path := range []string{"/healthz", "/openapi.yaml", "/readyz", "/{$}", "/assets/"} {
+		mux.HandleFunc(path, wrongMethod)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeErrorEnvelope(w, wire, http.StatusNotFound, "not found")
+	})
 	return mux
+}
+
+// writeErrorEnvelope answers status with the error envelope of wire, as
+// the nmauth handler writes it: {"code", "message"} in the spec profile,
+// {"Code", "Message", "Response": null} in the Netmaker profile.
+func writeErrorEnvelope(w http.ResponseWriter, wire nmauth.WireProfile, status int, message string) {
+	var body any = struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{status, message}
+	if wire == nmauth.WireNetmaker {
+		body = struct {
+			Code     int
+			Message  string
+			Response any
+		}{status, message, nil}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
 }
 
 // serveWhoami answers the principal that authenticated the request.

@@ -27,6 +27,7 @@ type netmakerEnvelope struct {
 // to the member only, on both node routes.
 func nodeWalk(t *testing.T, dir string, env []string, db string) {
 	t.Helper()
+	provideSecretFile(t, env, db)
 	mustRun(t, dir, env, "host-password-1", "host", "add", nodeHost, "--network", "net-1", "--network", "net-2", "--db", db)
 	mustRun(t, dir, env, "host-password-2", "host", "add", otherHost, "--db", db)
 	d := startDaemon(t, dir, env, "--db", db, "--wire", "netmaker")
