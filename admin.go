@@ -103,7 +103,7 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, change 
 		return nil
 	})
 	if err == nil {
-		a.emit(Event{Type: EventTokensRevoked, Kind: KindUser, Name: name})
+		a.emit(ctx, Event{Type: EventTokensRevoked, Kind: KindUser, Name: name})
 	}
 	return err
 }
@@ -183,7 +183,7 @@ func (a *Authenticator) updateHost(ctx context.Context, id string, change func(*
 		return nil
 	})
 	if err == nil {
-		a.emit(Event{Type: EventTokensRevoked, Kind: KindHost, Name: id})
+		a.emit(ctx, Event{Type: EventTokensRevoked, Kind: KindHost, Name: id})
 	}
 	return err
 }

@@ -119,9 +119,12 @@ type Config struct {
 	// or [WireNetmaker] for Netmaker's own clients.
 	Wire WireProfile
 
-	// OnEvent, when set, receives every audit event. It runs on the
-	// request's goroutine and must not block.
-	OnEvent func(Event)
+	// OnEvent, when set, receives every audit event with the context of
+	// the call that caused it: the request's context for an event of the
+	// handler or the middleware, the caller's for a method called
+	// directly. [Event.Client] names the client. It runs on the caller's
+	// goroutine and must not block.
+	OnEvent func(ctx context.Context, e Event)
 
 	// Now returns the current time. Defaults to [time.Now].
 	Now func() time.Time
@@ -409,7 +412,7 @@ func (a *Authenticator) failUnknown(ctx context.Context, kind PrincipalKind, nam
 	if err := a.hasher.verifyDummy(ctx, password); err != nil {
 		return err
 	}
-	a.emit(Event{Type: EventLoginFailed, Kind: kind, Name: safeName(name)})
+	a.emit(ctx, Event{Type: EventLoginFailed, Kind: kind, Name: safeName(name)})
 	return ErrInvalidCredentials
 }
 
@@ -468,11 +471,11 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 	})
 	switch {
 	case errors.Is(err, ErrThrottled):
-		a.emit(Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
+		a.emit(ctx, Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
 		return err
 	case errors.Is(err, ErrNotFound):
 		a.hasher.checkDummy(password)
-		a.emit(Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+		a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 		return t.unknown
 	case err != nil:
 		return err
@@ -484,7 +487,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 			return fmt.Errorf("%w: password hash of %s %q", ErrDataFault, t.kind, t.name)
 		}
 		if !ok {
-			a.emit(Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 			return ErrInvalidCredentials
 		}
 		if admit != nil {
@@ -522,12 +525,12 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		case errors.Is(err, errHashChanged):
 			return fmt.Errorf("%w: the password changed during the login", ErrStoreUnavailable)
 		case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidCredentials):
-			a.emit(Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 			return ErrInvalidCredentials
 		case err != nil:
 			return err
 		}
-		a.emit(Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
+		a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
 		return nil
 	}
 }
@@ -638,13 +641,13 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 		return err
 	})
 	if errors.Is(err, ErrForbidden) && registered != "" {
-		a.emit(Event{Type: EventHostMACRefused, Kind: kind, Name: id})
+		a.emit(ctx, Event{Type: EventHostMACRefused, Kind: kind, Name: id})
 	}
 	if err != nil {
 		return "", "", err
 	}
 	if registered != "" && mac != "" && mac != registered {
-		a.emit(Event{Type: EventHostMACChanged, Kind: kind, Name: id})
+		a.emit(ctx, Event{Type: EventHostMACChanged, Kind: kind, Name: id})
 	}
 	return tok, id, nil
 }

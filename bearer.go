@@ -25,7 +25,7 @@ func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Pri
 	d, p, ok := a.tokens.get(credential)
 	if !ok {
 		if a.cfg.MasterKey.Check(credential) {
-			a.emit(Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
+			a.emit(ctx, Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
 			return Principal{Kind: KindMaster, Name: "master"}, nil
 		}
 		var err error
