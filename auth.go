@@ -115,6 +115,19 @@ type Config struct {
 	// fault does. Nil refuses every node login.
 	NodeMember func(ctx context.Context, network, hostID string) (bool, error)
 
+	// NodeTokenValid, when set, is asked by the bearer check about every
+	// node token minted by [Authenticator.IssueNodeToken], after its
+	// signature and expiry are checked: false refuses the token as
+	// [ErrUnauthenticated], and an error fails the check with that error
+	// (a 500 over HTTP). It lets the application revoke such a token
+	// before it expires, say when it deletes the node or the node leaves
+	// the network; [Principal.IssuedAt] tells tokens minted before a
+	// revocation from later ones. Node tokens from
+	// [Authenticator.LoginNode] are not asked about: they die with their
+	// host's tokens. It runs on every such check, uncached, and must be
+	// fast. Nil accepts every such token until it expires.
+	NodeTokenValid func(ctx context.Context, p Principal) (bool, error)
+
 	// Wire chooses the bytes the handler writes: [WireSpec], the default,
 	// or [WireNetmaker] for Netmaker's own clients.
 	Wire WireProfile
