@@ -103,7 +103,7 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, change 
 		return nil
 	})
 	if err == nil {
-		a.emit(Event{Type: EventTokensRevoked, Kind: KindUser, Name: name})
+		a.emit(ctx, Event{Type: EventTokensRevoked, Kind: KindUser, Name: name})
 	}
 	return err
 }
@@ -183,7 +183,7 @@ func (a *Authenticator) updateHost(ctx context.Context, id string, change func(*
 		return nil
 	})
 	if err == nil {
-		a.emit(Event{Type: EventTokensRevoked, Kind: KindHost, Name: id})
+		a.emit(ctx, Event{Type: EventTokensRevoked, Kind: KindHost, Name: id})
 	}
 	return err
 }
@@ -271,3 +271,101 @@ func (a *Authenticator) reseal(ctx context.Context, listed User) (bool, error) {
 
 // errAlreadySealed stops an update that another process has already done.
 var errAlreadySealed = errors.New("nmauth: already sealed under the newest key")
+
+// UserInfo is what [Authenticator.ListUsers] tells of a user: never a
+// password hash, a TOTP secret or a recovery code hash.
+type UserInfo struct {
+	Name     string
+	Disabled bool
+	// TOTPEnabled reports that the user has finished TOTP enrollment.
+	TOTPEnabled bool
+	// RecoveryCodesLeft is the number of unused recovery codes.
+	RecoveryCodesLeft int
+	// LockedUntil is the end of the account-wide password backoff or of
+	// the TOTP backoff, whichever ends later; zero when neither holds now.
+	LockedUntil time.Time
+	CreatedAt   time.Time
+}
+
+// HostInfo is what [Authenticator.ListHosts] tells of a host: never its
+// password hash.
+type HostInfo struct {
+	ID string
+	// MACAddress is the registered MAC address; empty for none.
+	MACAddress string
+	Disabled   bool
+	// LockedUntil is the end of the account-wide password backoff; zero
+	// when it does not hold now.
+	LockedUntil time.Time
+	CreatedAt   time.Time
+}
+
+// ListUsers returns at most limit users whose names sort after after, in
+// byte order; an empty after starts at the first. A page shorter than
+// limit is the last; the Name of a page's last user is the after of the
+// next page:
+//
+//	for after := ""; ; {
+//		page, err := auth.ListUsers(ctx, after, 100)
+//		if err != nil {
+//			return err
+//		}
+//		// use page
+//		if len(page) < 100 {
+//			break
+//		}
+//		after = page[len(page)-1].Name
+//	}
+func (a *Authenticator) ListUsers(ctx context.Context, after string, limit int) ([]UserInfo, error) {
+	users, err := a.store.ListUsers(ctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	now := a.now()
+	out := make([]UserInfo, len(users))
+	for i, u := range users {
+		locked := u.PasswordBlockedUntil
+		if u.TOTPBlockedUntil.After(locked) {
+			locked = u.TOTPBlockedUntil
+		}
+		out[i] = UserInfo{
+			Name:              u.Name,
+			Disabled:          u.Disabled,
+			TOTPEnabled:       u.TOTPEnabled(),
+			RecoveryCodesLeft: len(u.RecoveryCodes),
+			LockedUntil:       lockedAfter(locked, now),
+			CreatedAt:         u.CreatedAt,
+		}
+	}
+	return out, nil
+}
+
+// ListHosts returns at most limit hosts whose ids sort after after, in
+// byte order, paged as [Authenticator.ListUsers] is; the ID of a page's
+// last host is the after of the next page.
+func (a *Authenticator) ListHosts(ctx context.Context, after string, limit int) ([]HostInfo, error) {
+	hosts, err := a.store.ListHosts(ctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	now := a.now()
+	out := make([]HostInfo, len(hosts))
+	for i, h := range hosts {
+		out[i] = HostInfo{
+			ID:          h.ID,
+			MACAddress:  h.MACAddress,
+			Disabled:    h.Disabled,
+			LockedUntil: lockedAfter(h.PasswordBlockedUntil, now),
+			CreatedAt:   h.CreatedAt,
+		}
+	}
+	return out, nil
+}
+
+// lockedAfter is until when it is still in the future at now, else zero.
+func lockedAfter(until, now time.Time) time.Time {
+	if until.After(now) {
+		return until
+	}
+	return time.Time{}
+}

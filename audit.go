@@ -1,7 +1,9 @@
 package nmauth
 
 import (
+	"context"
 	"log/slog"
+	"net/netip"
 	"time"
 )
 
@@ -41,6 +43,13 @@ type Event struct {
 	// Remaining is the number of recovery codes left, for
 	// EventRecoveryCodeUsed and EventTOTPEnabled.
 	Remaining int
+	// Client is the address of the client whose request caused the
+	// event, as [Authenticator.Handler], [Authenticator.Limit] and
+	// [Authenticator.Middleware] name it (an IPv6 client by the first
+	// address of its /64), or as the caller named it with
+	// [WithClientAddr]. It is the zero Addr for an event that no request
+	// named a client for, such as a revocation by an admin command.
+	Client netip.Addr
 }
 
 // LogValue makes an Event print as a group of its fields in slog.
@@ -50,16 +59,22 @@ func (e Event) LogValue() slog.Value {
 		slog.String("kind", string(e.Kind)),
 		slog.String("name", e.Name),
 	}
+	if e.Client.IsValid() {
+		attrs = append(attrs, slog.String("client", e.Client.String()))
+	}
 	if e.Type == EventRecoveryCodeUsed || e.Type == EventTOTPEnabled {
 		attrs = append(attrs, slog.Int("remaining", e.Remaining))
 	}
 	return slog.GroupValue(attrs...)
 }
 
-func (a *Authenticator) emit(e Event) {
+// emit passes e to [Config.OnEvent] with the context of the call that
+// caused it, naming the client that context names.
+func (a *Authenticator) emit(ctx context.Context, e Event) {
 	if a.cfg.OnEvent == nil {
 		return
 	}
 	e.Time = a.now()
-	a.cfg.OnEvent(e)
+	e.Client, _ = ctx.Value(clientAddrKey{}).(netip.Addr)
+	a.cfg.OnEvent(ctx, e)
 }

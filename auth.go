@@ -115,13 +115,29 @@ type Config struct {
 	// fault does. Nil refuses every node login.
 	NodeMember func(ctx context.Context, network, hostID string) (bool, error)
 
+	// NodeTokenValid, when set, is asked by the bearer check about every
+	// node token minted by [Authenticator.IssueNodeToken], after its
+	// signature and expiry are checked: false refuses the token as
+	// [ErrUnauthenticated], and an error fails the check with that error
+	// (a 500 over HTTP). It lets the application revoke such a token
+	// before it expires, say when it deletes the node or the node leaves
+	// the network; [Principal.IssuedAt] tells tokens minted before a
+	// revocation from later ones. Node tokens from
+	// [Authenticator.LoginNode] are not asked about: they die with their
+	// host's tokens. It runs on every such check, uncached, and must be
+	// fast. Nil accepts every such token until it expires.
+	NodeTokenValid func(ctx context.Context, p Principal) (bool, error)
+
 	// Wire chooses the bytes the handler writes: [WireSpec], the default,
 	// or [WireNetmaker] for Netmaker's own clients.
 	Wire WireProfile
 
-	// OnEvent, when set, receives every audit event. It runs on the
-	// request's goroutine and must not block.
-	OnEvent func(Event)
+	// OnEvent, when set, receives every audit event with the context of
+	// the call that caused it: the request's context for an event of the
+	// handler or the middleware, the caller's for a method called
+	// directly. [Event.Client] names the client. It runs on the caller's
+	// goroutine and must not block.
+	OnEvent func(ctx context.Context, e Event)
 
 	// Now returns the current time. Defaults to [time.Now].
 	Now func() time.Time
@@ -409,7 +425,7 @@ func (a *Authenticator) failUnknown(ctx context.Context, kind PrincipalKind, nam
 	if err := a.hasher.verifyDummy(ctx, password); err != nil {
 		return err
 	}
-	a.emit(Event{Type: EventLoginFailed, Kind: kind, Name: safeName(name)})
+	a.emit(ctx, Event{Type: EventLoginFailed, Kind: kind, Name: safeName(name)})
 	return ErrInvalidCredentials
 }
 
@@ -468,11 +484,11 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 	})
 	switch {
 	case errors.Is(err, ErrThrottled):
-		a.emit(Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
+		a.emit(ctx, Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
 		return err
 	case errors.Is(err, ErrNotFound):
 		a.hasher.checkDummy(password)
-		a.emit(Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+		a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 		return t.unknown
 	case err != nil:
 		return err
@@ -484,7 +500,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 			return fmt.Errorf("%w: password hash of %s %q", ErrDataFault, t.kind, t.name)
 		}
 		if !ok {
-			a.emit(Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 			return ErrInvalidCredentials
 		}
 		if admit != nil {
@@ -522,12 +538,12 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		case errors.Is(err, errHashChanged):
 			return fmt.Errorf("%w: the password changed during the login", ErrStoreUnavailable)
 		case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidCredentials):
-			a.emit(Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 			return ErrInvalidCredentials
 		case err != nil:
 			return err
 		}
-		a.emit(Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
+		a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
 		return nil
 	}
 }
@@ -638,13 +654,13 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 		return err
 	})
 	if errors.Is(err, ErrForbidden) && registered != "" {
-		a.emit(Event{Type: EventHostMACRefused, Kind: kind, Name: id})
+		a.emit(ctx, Event{Type: EventHostMACRefused, Kind: kind, Name: id})
 	}
 	if err != nil {
 		return "", "", err
 	}
 	if registered != "" && mac != "" && mac != registered {
-		a.emit(Event{Type: EventHostMACChanged, Kind: kind, Name: id})
+		a.emit(ctx, Event{Type: EventHostMACChanged, Kind: kind, Name: id})
 	}
 	return tok, id, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
 	"sync/atomic"
@@ -25,7 +26,7 @@ func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Pri
 	d, p, ok := a.tokens.get(credential)
 	if !ok {
 		if a.cfg.MasterKey.Check(credential) {
-			a.emit(Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
+			a.emit(ctx, Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
 			return Principal{Kind: KindMaster, Name: "master"}, nil
 		}
 		var err error
@@ -61,7 +62,8 @@ func (a *Authenticator) parseBearer(token string) (Principal, error) {
 
 // checkStanding refuses a token whose user or host is gone, disabled, or
 // at another generation than the one the token was minted under. A node
-// token minted by [Authenticator.LoginNode] stands or falls with its host.
+// token minted by [Authenticator.LoginNode] stands or falls with its host;
+// one minted by [Authenticator.IssueNodeToken] by [Config.NodeTokenValid].
 func (a *Authenticator) checkStanding(ctx context.Context, p Principal, now time.Time) error {
 	var k accountKey
 	switch {
@@ -69,6 +71,8 @@ func (a *Authenticator) checkStanding(ctx context.Context, p Principal, now time
 		k = accountKey{kind: KindUser, name: p.Name}
 	case p.Kind == KindHost, p.Kind == KindNode && p.generation != nil:
 		k = accountKey{kind: KindHost, name: p.Name}
+	case p.Kind == KindNode && a.cfg.NodeTokenValid != nil:
+		return a.checkNodeToken(ctx, p)
 	default:
 		return nil
 	}
@@ -77,6 +81,19 @@ func (a *Authenticator) checkStanding(ctx context.Context, p Principal, now time
 		return err
 	}
 	if !st.admits(p) {
+		return ErrUnauthenticated
+	}
+	return nil
+}
+
+// checkNodeToken asks [Config.NodeTokenValid] about a node token from
+// [Authenticator.IssueNodeToken].
+func (a *Authenticator) checkNodeToken(ctx context.Context, p Principal) error {
+	ok, err := a.cfg.NodeTokenValid(ctx, p)
+	if err != nil {
+		return fmt.Errorf("nmauth: node token check: %w", err)
+	}
+	if !ok {
 		return ErrUnauthenticated
 	}
 	return nil

@@ -6,11 +6,17 @@
 // # Setting up
 //
 // An [Authenticator] needs a [Store] for users and hosts and at least one
-// root secret of 32 random bytes, kept outside that store:
+// root secret of 32 random bytes, kept outside that store.
+// [ParseSecrets] reads secrets from text such as an environment variable
+// (hex or base64, a comma-separated list to rotate), [LoadSecretFile] from
+// a file of mode 0600, and [LoadOrCreateSecretFile] makes that file for a
+// store that holds no accounts yet:
 //
+//	secrets, err := nmauth.ParseSecrets(os.Getenv("NMAUTH_SECRET"))
+//	...
 //	auth, err := nmauth.New(nmauth.Config{
 //		Store:     nmauth.NewMemoryStore(), // or an SQLStore, or your own
-//		Secrets:   [][]byte{rootSecret},
+//		Secrets:   secrets,
 //		MasterKey: masterKey, // from LoadMasterKey; nil for none
 //	})
 //
@@ -23,6 +29,42 @@
 // Inside a protected handler, [FromContext] returns the [Principal]: the
 // master key, a user, a host or a node.
 //
+// # The application's own routes
+//
+// The blocks the handler is built of serve the application's routes too:
+//
+//   - [Authenticator.Middleware] admits a request with a valid bearer
+//     credential; [Authenticator.RequireKinds] inside it admits only some
+//     kinds of principal, answering 403 to the others.
+//   - [Authenticator.Limit] puts a route that checks a secret of the
+//     application's own, such as a node key, under the per-client attempt
+//     limit of the login routes, sharing their budget.
+//   - [Authenticator.WriteResponse] and [Authenticator.WriteError] answer
+//     in the envelope of the active [WireProfile], errors with the status
+//     and headers the handler gives them and never their text.
+//
+// For example, a route only nodes may call, and a node login of the
+// application's own:
+//
+//	nodesOnly := auth.RequireKinds(nmauth.KindNode)
+//	mux.Handle("POST /api/nodes/{network}/checkin", auth.Middleware(nodesOnly(checkin)))
+//	mux.Handle("POST /api/nodes/{network}/join", auth.Limit(join)) // join calls IssueNodeToken
+//
+// [Config.OnEvent] receives every audit event with the context of the
+// request that caused it, so a log line can carry its request id, and
+// [Event.Client] names the client.
+//
+// # Accounts
+//
+// Users and hosts have the same lifecycle: [Authenticator.CreateUser] and
+// [Authenticator.CreateHost], DisableUser and DisableHost, EnableUser and
+// EnableHost, SetUserPassword and SetHostPassword, RevokeUserTokens and
+// RevokeHostTokens, DeleteUser and DeleteHost. [Authenticator.ListUsers]
+// and [Authenticator.ListHosts] page through them without a hash or a
+// secret. Node tokens from [Authenticator.IssueNodeToken] are revoked
+// through [Config.NodeTokenValid]; those from [Authenticator.LoginNode]
+// die with their host's tokens.
+//
 // # Logging in
 //
 // A host posts its id, MAC address and password to
@@ -30,8 +72,11 @@
 // username and password to /api/users/adm/authenticate and gets a user
 // token, or, with TOTP on, a pre-auth token that is good for one thing:
 // posting a code to /api/users/{username}/auth/verify-totp, which answers
-// with the user token. Node tokens are minted by the application's own
-// node route with [Authenticator.IssueNodeToken].
+// with the user token. A host that is a member of a network by
+// [Config.NodeMember] posts the same body to
+// /api/nodes/{network}/authenticate and gets a node token; an application
+// that checks nodes its own way mints one with
+// [Authenticator.IssueNodeToken].
 //
 // # Turning on TOTP
 //
@@ -50,7 +95,7 @@
 //	user      1 h     user login without TOTP, or verify-totp
 //	pre-auth  5 min   user login with TOTP on; accepted by verify-totp only
 //	host      15 min  host login
-//	node      15 min  IssueNodeToken
+//	node      15 min  node login, or IssueNodeToken
 //
 // Disabling a user, changing the password, resetting TOTP, and turning
 // TOTP on or replacing it revoke the user's tokens: each moves the

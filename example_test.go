@@ -91,3 +91,161 @@ func ExampleBearerToken() {
 	// abc.def.ghi <nil>
 	// nmauth: unauthenticated
 }
+
+func ExampleAuthenticator_WriteResponse() {
+	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
+		auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}, Wire: wire})
+		rec := httptest.NewRecorder()
+		auth.WriteResponse(rec, http.StatusOK, "networks", []string{"home"})
+		fmt.Print(wire, " ", rec.Code, " ", rec.Body)
+	}
+	// Output:
+	// spec 200 {"code":200,"message":"networks","response":["home"]}
+	// netmaker 200 {"Code":200,"Message":"networks","Response":["home"]}
+}
+
+func ExampleAuthenticator_WriteError() {
+	auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}})
+	for _, err := range []error{nmauth.ErrForbidden, nmauth.ErrUnauthenticated, fmt.Errorf("reading networks: %w", nmauth.ErrNotFound)} {
+		rec := httptest.NewRecorder()
+		auth.WriteError(rec, httptest.NewRequest("GET", "/api/networks/x", nil), err)
+		fmt.Printf("%d %q %s", rec.Code, rec.Header().Get("WWW-Authenticate"), rec.Body)
+	}
+	// Output:
+	// 403 "" {"code":403,"message":"forbidden"}
+	// 401 "Bearer realm=\"nmauth\"" {"code":401,"message":"missing or invalid bearer credential"}
+	// 404 "" {"code":404,"message":"user not found"}
+}
+
+func ExampleAuthenticator_Limit() {
+	auth, _ := nmauth.New(nmauth.Config{
+		Store:       nmauth.NewMemoryStore(),
+		Secrets:     [][]byte{rootSecret},
+		ClientBurst: 2, // and 1 more attempt per second
+	})
+	// A node route that checks a key of the application's own.
+	nodeLogin := auth.Limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.WriteError(w, r, nmauth.ErrInvalidCredentials)
+	}))
+	for range 3 {
+		rec := httptest.NewRecorder()
+		nodeLogin.ServeHTTP(rec, httptest.NewRequest("POST", "/api/nodes/home/authenticate", nil))
+		fmt.Printf("%d Retry-After=%q\n", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	// Output:
+	// 401 Retry-After=""
+	// 401 Retry-After=""
+	// 429 Retry-After="1"
+}
+
+func ExampleAuthenticator_RequireKinds() {
+	auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}})
+	auth.CreateUser(context.Background(), "alice", "correct horse battery")
+	user, _ := auth.LoginUser(context.Background(), "alice", "correct horse battery")
+	node, _ := auth.IssueNodeToken("home", "node-1")
+
+	nodesOnly := auth.RequireKinds(nmauth.KindNode)
+	checkin := auth.Middleware(nodesOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := nmauth.FromContext(r.Context())
+		auth.WriteResponse(w, http.StatusOK, "checked in", p.Name)
+	})))
+	for _, token := range []string{node, user.AuthToken, ""} {
+		req := httptest.NewRequest("POST", "/api/nodes/home/checkin", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		checkin.ServeHTTP(rec, req)
+		fmt.Print(rec.Body)
+	}
+	// Output:
+	// {"code":200,"message":"checked in","response":"node-1"}
+	// {"code":403,"message":"forbidden"}
+	// {"code":401,"message":"missing or invalid bearer credential"}
+}
+
+func ExampleConfig_onEvent() {
+	auth, _ := nmauth.New(nmauth.Config{
+		Store:   nmauth.NewMemoryStore(),
+		Secrets: [][]byte{rootSecret},
+		OnEvent: func(ctx context.Context, e nmauth.Event) {
+			// ctx is the request's: a request id a middleware put there
+			// ties the event to its request line.
+			fmt.Println(e.Type, e.Kind, e.Name, e.Client)
+		},
+	})
+	auth.CreateUser(context.Background(), "alice", "correct horse battery")
+
+	req := httptest.NewRequest("POST", "/api/users/adm/authenticate",
+		strings.NewReader(`{"username":"alice","password":"not her password"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.RemoteAddr = "198.51.100.7:40000"
+	auth.Handler().ServeHTTP(httptest.NewRecorder(), req)
+
+	// Outside a request, the event has the caller's context and no client.
+	auth.DisableUser(context.Background(), "alice")
+	// Output:
+	// login.failed user alice 198.51.100.7
+	// tokens.revoked user alice invalid IP
+}
+
+func ExampleAuthenticator_ListUsers() {
+	auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}})
+	ctx := context.Background()
+	for _, name := range []string{"carol", "alice", "bob"} {
+		auth.CreateUser(ctx, name, "correct horse battery")
+	}
+	auth.DisableUser(ctx, "bob")
+
+	for after := ""; ; {
+		page, err := auth.ListUsers(ctx, after, 2)
+		if err != nil {
+			panic(err)
+		}
+		for _, u := range page {
+			fmt.Println(u.Name, "disabled:", u.Disabled, "totp:", u.TOTPEnabled)
+		}
+		if len(page) < 2 {
+			break
+		}
+		after = page[len(page)-1].Name
+	}
+	// Output:
+	// alice disabled: false totp: false
+	// bob disabled: true totp: false
+	// carol disabled: false totp: false
+}
+
+func ExampleConfig_nodeTokenValid() {
+	removed := map[string]bool{} // the application's own record of removed nodes
+	auth, _ := nmauth.New(nmauth.Config{
+		Store:   nmauth.NewMemoryStore(),
+		Secrets: [][]byte{rootSecret},
+		NodeTokenValid: func(ctx context.Context, p nmauth.Principal) (bool, error) {
+			return !removed[p.Network+"/"+p.Name], nil
+		},
+	})
+	tok, _ := auth.IssueNodeToken("home", "node-1")
+	_, err := auth.CheckBearer(context.Background(), tok)
+	fmt.Println(err)
+
+	removed["home/node-1"] = true
+	_, err = auth.CheckBearer(context.Background(), tok)
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// nmauth: unauthenticated
+}
+
+func ExampleParseSecrets() {
+	// NMAUTH_SECRET="<new>,<old>": the new secret signs, both verify.
+	env := strings.Repeat("ab", 32) + "," + strings.Repeat("cd", 32)
+	secrets, err := nmauth.ParseSecrets(env)
+	fmt.Println(len(secrets), len(secrets[0]), err)
+
+	_, err = nmauth.ParseSecrets(env + ",c2hvcnQ=")
+	fmt.Println(err)
+	// Output:
+	// 2 32 <nil>
+	// nmauth: root secret 3 of the list: 5 bytes, need at least 32
+}

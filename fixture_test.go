@@ -67,7 +67,7 @@ type eventLog struct {
 	events []nmauth.Event
 }
 
-func (l *eventLog) add(e nmauth.Event) {
+func (l *eventLog) add(_ context.Context, e nmauth.Event) {
 	l.mu.Lock()
 	l.events = append(l.events, e)
 	l.mu.Unlock()

@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/netip"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,60 +83,100 @@ func (a *Authenticator) Handler() http.Handler {
 		handler http.Handler
 	}
 	routes := []route{
-		{"/api/hosts/adm/authenticate", a.limited(a.serveHostLogin(answerHostLogin))},
-		{"/api/users/adm/authenticate", a.limited(a.serveUserLogin)},
+		{"/api/hosts/adm/authenticate", a.Limit(a.serveHostLogin(answerHostLogin))},
+		{"/api/users/adm/authenticate", a.Limit(http.HandlerFunc(a.serveUserLogin))},
 		{"/api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP))},
 		{"/api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP))},
-		{"/api/users/{username}/auth/verify-totp", a.limited(a.serveVerifyTOTP)},
+		{"/api/users/{username}/auth/verify-totp", a.Limit(http.HandlerFunc(a.serveVerifyTOTP))},
 	}
 	for _, path := range a.nodeLoginPaths() {
-		routes = append(routes, route{path, a.limited(a.serveHostLogin(answerNodeLogin))})
+		routes = append(routes, route{path, a.Limit(a.serveHostLogin(answerNodeLogin))})
 	}
 	mux := http.NewServeMux()
 	// Every answer is the envelope, also for a wrong method or path.
 	wrongMethod := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
-		a.writeError(w, r, errMethod)
+		a.WriteError(w, r, errMethod)
 	})
 	for _, rt := range routes {
 		mux.Handle("POST "+rt.path, rt.handler)
 		mux.Handle(rt.path, wrongMethod)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { a.writeError(w, r, errNoRoute) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { a.WriteError(w, r, errNoRoute) })
 	return mux
 }
 
-// limited applies the per-client limit to a route that checks secrets,
-// and names the client to the login methods, which count attempts per
-// client address.
-func (a *Authenticator) limited(next http.HandlerFunc) http.Handler {
+// Limit applies the per-client attempt limit of the login routes
+// ([Config.ClientRate], [Config.ClientBurst]) to next: one limiter, shared
+// with them, so a client's attempts count against one budget whichever
+// route they go to. Past the limit it answers 429 with Retry-After and
+// emits [EventClientThrottled]. It names the client address to next's
+// request context (see [WithClientAddr]), taken from the connection or a
+// trusted proxy's X-Forwarded-For ([Config.TrustedProxies]), so that the
+// login methods count attempts per client and events name it. Wrap an
+// application's own routes that check a secret, such as a node route
+// that calls [Authenticator.IssueNodeToken] after checking a node key.
+func (a *Authenticator) Limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(WithClientAddr(r.Context(), clientAddr(r, a.cfg.TrustedProxies)))
 		if d := a.clients.wait(r, a.now()); d > 0 {
-			a.emit(Event{Type: EventClientThrottled})
-			a.writeError(w, r, &ThrottledError{RetryAfter: d})
+			a.emit(r.Context(), Event{Type: EventClientThrottled})
+			a.WriteError(w, r, &ThrottledError{RetryAfter: d})
 			return
 		}
-		next(w, r)
+		next.ServeHTTP(w, r)
 	})
 }
 
 // Middleware lets a request through only with a valid bearer credential
 // (see [Authenticator.CheckBearer]) and puts its [Principal] in the
-// request context. Others get 401.
+// request context. Others get 401. Unless [Authenticator.Limit] already
+// did, it names the client address in the context, for the events of the
+// check.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if _, ok := ctx.Value(clientAddrKey{}).(netip.Addr); !ok {
+			ctx = WithClientAddr(ctx, clientAddr(r, a.cfg.TrustedProxies))
+		}
 		cred, err := BearerToken(r.Header)
 		var p Principal
 		if err == nil {
-			p, err = a.CheckBearer(r.Context(), cred)
+			p, err = a.CheckBearer(ctx, cred)
 		}
 		if err != nil {
-			a.writeError(w, r, err)
+			a.WriteError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), p)))
+		next.ServeHTTP(w, r.WithContext(NewContext(ctx, p)))
 	})
+}
+
+// RequireKinds returns a middleware that lets a request through only when
+// the [Principal] in its context is of one of kinds. Put it inside
+// [Authenticator.Middleware], which sets the principal:
+//
+//	hostsOnly := auth.RequireKinds(nmauth.KindHost, nmauth.KindMaster)
+//	mux.Handle("POST /api/hosts/{id}/checkin", auth.Middleware(hostsOnly(checkin)))
+//
+// A principal of another kind gets 403 ([ErrForbidden]); a request without
+// one, because the middleware did not run before it, gets 401
+// ([ErrUnauthenticated]). Both answers are the active profile's envelope.
+func (a *Authenticator) RequireKinds(kinds ...PrincipalKind) func(http.Handler) http.Handler {
+	allowed := slices.Clone(kinds)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, ok := FromContext(r.Context())
+			switch {
+			case !ok:
+				a.WriteError(w, r, ErrUnauthenticated)
+			case !slices.Contains(allowed, p.Kind):
+				a.WriteError(w, r, ErrForbidden)
+			default:
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
 }
 
 // maxCredentialLen bounds a bearer credential; tokens here are far shorter.
@@ -167,11 +209,11 @@ func BearerToken(h http.Header) (string, error) {
 
 // serveHostLogin serves host login, or with answerNodeLogin node login for
 // the network in the path: one body, one path, another token.
-func (a *Authenticator) serveHostLogin(kind answerKind) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req HostAuthRequest
 		if err := decodeJSON(w, r, &req); err != nil {
-			a.writeError(w, r, err)
+			a.WriteError(w, r, err)
 			return
 		}
 		id, err := a.wireHostID(req.ID)
@@ -182,22 +224,22 @@ func (a *Authenticator) serveHostLogin(kind answerKind) http.HandlerFunc {
 			out, err = a.LoginHost(r.Context(), id, req.MACAddress, req.Password)
 		}
 		if err != nil {
-			a.writeError(w, r, err)
+			a.WriteError(w, r, err)
 			return
 		}
 		a.writeAnswer(w, kind, out)
-	}
+	})
 }
 
 func (a *Authenticator) serveUserLogin(w http.ResponseWriter, r *http.Request) {
 	var req UserAuthRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		a.writeError(w, r, err)
+		a.WriteError(w, r, err)
 		return
 	}
 	out, err := a.LoginUser(r.Context(), req.Username, req.Password)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.WriteError(w, r, err)
 		return
 	}
 	a.writeAnswer(w, answerUserLogin, out)
@@ -207,7 +249,7 @@ func (a *Authenticator) serveInitTOTP(w http.ResponseWriter, r *http.Request) {
 	p, _ := FromContext(r.Context())
 	out, err := a.InitTOTP(r.Context(), p, r.PathValue("username"))
 	if err != nil {
-		a.writeError(w, r, err)
+		a.WriteError(w, r, err)
 		return
 	}
 	a.writeAnswer(w, answerInitTOTP, out)
@@ -216,13 +258,13 @@ func (a *Authenticator) serveInitTOTP(w http.ResponseWriter, r *http.Request) {
 func (a *Authenticator) serveCompleteTOTP(w http.ResponseWriter, r *http.Request) {
 	var req TOTPRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		a.writeError(w, r, err)
+		a.WriteError(w, r, err)
 		return
 	}
 	p, _ := FromContext(r.Context())
 	out, err := a.ReplaceTOTP(r.Context(), p, r.PathValue("username"), req.URL, req.Signature, req.TOTP, req.CurrentTOTP)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.WriteError(w, r, err)
 		return
 	}
 	a.writeAnswer(w, answerCompleteTOTP, out)
@@ -231,17 +273,17 @@ func (a *Authenticator) serveCompleteTOTP(w http.ResponseWriter, r *http.Request
 func (a *Authenticator) serveVerifyTOTP(w http.ResponseWriter, r *http.Request) {
 	token, err := BearerToken(r.Header)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.WriteError(w, r, err)
 		return
 	}
 	var req TOTPRequest
 	if err := decodeJSON(w, r, &req); err != nil {
-		a.writeError(w, r, err)
+		a.WriteError(w, r, err)
 		return
 	}
 	out, err := a.VerifyTOTP(r.Context(), token, r.PathValue("username"), req.TOTP)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.WriteError(w, r, err)
 		return
 	}
 	a.writeAnswer(w, answerVerifyTOTP, out)
@@ -396,9 +438,15 @@ func errorStatus(err error) (int, string) {
 	return http.StatusInternalServerError, "internal error"
 }
 
-// writeError answers with the profile's envelope. The detail of a 5xx
-// goes to the log only.
-func (a *Authenticator) writeError(w http.ResponseWriter, r *http.Request, err error) {
+// WriteError answers r with err in the active wire profile's envelope,
+// with the status the handler's own routes give that error: among others
+// 401 with WWW-Authenticate for [ErrUnauthenticated] and
+// [ErrInvalidCredentials], 403 for [ErrForbidden], 404 for [ErrNotFound],
+// 429 or 503 with Retry-After for [ErrThrottled], [ErrOverloaded] and
+// [ErrStoreUnavailable], and 500 with a generic message for an error it
+// does not know. The client sees only that message, never err's text; the
+// detail of a 5xx goes to the log.
+func (a *Authenticator) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body := a.wireError(err)
 	h := w.Header()
 	switch status {

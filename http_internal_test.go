@@ -29,7 +29,7 @@ func TestWriteErrorWaits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		rec := httptest.NewRecorder()
-		a.writeError(rec, httptest.NewRequest(http.MethodPost, "/", nil), tc.err)
+		a.WriteError(rec, httptest.NewRequest(http.MethodPost, "/", nil), tc.err)
 		var env Envelope
 		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil {
 			t.Fatalf("%v: body %q: %v", tc.err, rec.Body, err)

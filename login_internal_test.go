@@ -261,7 +261,7 @@ func TestMACPolicy(t *testing.T) {
 			clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 			a := quickAuth(t, NewMemoryStore(), clock, func(c *Config) {
 				c.RefuseMACChange = refuse
-				c.OnEvent = func(e Event) { events = append(events, e.Type) }
+				c.OnEvent = func(_ context.Context, e Event) { events = append(events, e.Type) }
 			})
 			ctx := context.Background()
 			if err := a.CreateHost(ctx, "host-1", "aa:bb:cc:dd:ee:01", "right password"); err != nil {

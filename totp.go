@@ -270,7 +270,7 @@ func (a *Authenticator) completeTOTP(ctx context.Context, p Principal, username,
 	})
 	a.status.forget(KindUser, u.Name)
 	if r.event != "" {
-		a.emit(Event{Type: r.event, Kind: KindUser, Name: u.Name, Remaining: r.remaining})
+		a.emit(ctx, Event{Type: r.event, Kind: KindUser, Name: u.Name, Remaining: r.remaining})
 	}
 	if err == nil {
 		err = r.failed
@@ -278,7 +278,7 @@ func (a *Authenticator) completeTOTP(ctx context.Context, p Principal, username,
 	if err != nil {
 		return Completion{}, a.dataFault(err, u.Name)
 	}
-	a.emit(Event{Type: EventTOTPEnabled, Kind: KindUser, Name: u.Name, Remaining: len(codes)})
+	a.emit(ctx, Event{Type: EventTOTPEnabled, Kind: KindUser, Name: u.Name, Remaining: len(codes)})
 	return Completion{RecoveryCodes: codes, AuthToken: tok}, nil
 }
 
@@ -350,7 +350,7 @@ func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, 
 		err = ErrUnauthenticated
 	}
 	if r.event != "" && (err == nil || errors.Is(err, ErrThrottled)) {
-		a.emit(Event{Type: r.event, Kind: KindUser, Name: name, Remaining: r.remaining})
+		a.emit(ctx, Event{Type: r.event, Kind: KindUser, Name: name, Remaining: r.remaining})
 	}
 	if err != nil {
 		return UserLogin{}, a.dataFault(err, name)

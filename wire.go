@@ -90,19 +90,36 @@ type netmakerPreAuth struct {
 	PreAuthToken string `json:"pre_auth_token"`
 }
 
-// writeAnswer writes a successful answer in the configured profile. It is
-// the only place that decides the bytes of a success.
+// writeAnswer writes a successful answer of the handler's routes in the
+// configured profile. It and [Authenticator.envelope] are the only places
+// that decide the bytes of a success.
 func (a *Authenticator) writeAnswer(w http.ResponseWriter, kind answerKind, v any) {
 	if a.cfg.Wire == WireNetmaker {
-		writeJSON(w, http.StatusOK, netmakerEnvelope{Code: http.StatusOK, Message: answerMessage(kind, v), Response: netmakerPayload(v)})
+		v = netmakerPayload(v)
+	} else if kind == answerInitTOTP || kind == answerVerifyTOTP {
+		writeJSON(w, http.StatusOK, v)
 		return
 	}
-	switch kind {
-	case answerInitTOTP, answerVerifyTOTP:
-		writeJSON(w, http.StatusOK, v)
-	default:
-		writeJSON(w, http.StatusOK, Envelope{Code: http.StatusOK, Message: answerMessage(kind, v), Response: v})
+	writeJSON(w, http.StatusOK, a.envelope(http.StatusOK, answerMessage(kind, v), v))
+}
+
+// WriteResponse answers with status, message and payload in the active
+// wire profile's envelope, for an application's own routes beside the
+// handler: {"code","message","response"} in [WireSpec], where a nil
+// payload leaves "response" out, and {"Code","Message","Response"} in
+// [WireNetmaker]. payload is encoded with encoding/json as it is, so its
+// field names are the application's. Write errors with
+// [Authenticator.WriteError] instead, which picks their status.
+func (a *Authenticator) WriteResponse(w http.ResponseWriter, status int, message string, payload any) {
+	writeJSON(w, status, a.envelope(status, message, payload))
+}
+
+// envelope is the profile's envelope around a payload.
+func (a *Authenticator) envelope(status int, message string, payload any) any {
+	if a.cfg.Wire == WireNetmaker {
+		return netmakerEnvelope{Code: status, Message: message, Response: payload}
 	}
+	return Envelope{Code: status, Message: message, Response: payload}
 }
 
 // netmakerPayload is what Netmaker's server puts in Response for v.
@@ -150,13 +167,10 @@ func answerMessage(kind answerKind, v any) string {
 // does. The body is the profile's envelope.
 func (a *Authenticator) wireError(err error) (int, any) {
 	status, msg := errorStatus(err)
-	if a.cfg.Wire != WireNetmaker {
-		return status, Envelope{Code: status, Message: msg}
-	}
-	if errors.Is(err, ErrUnknownHost) {
+	if a.cfg.Wire == WireNetmaker && errors.Is(err, ErrUnknownHost) {
 		status, msg = http.StatusBadRequest, "unknown host"
 	}
-	return status, netmakerEnvelope{Code: status, Message: msg}
+	return status, a.envelope(status, msg, nil)
 }
 
 // wireHostID prepares a host id from a login body. Netmaker's host and

@@ -64,7 +64,9 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler())
 	mux.Handle("GET /api/networks", auth.Middleware(http.HandlerFunc(app.listNetworks)))
-	mux.HandleFunc("POST /api/nodes/{network}/authenticate", app.authenticateNode)
+	// The node route checks a secret, so it gets the login routes'
+	// per-client attempt limit.
+	mux.Handle("POST /api/nodes/{network}/authenticate", auth.Limit(http.HandlerFunc(app.authenticateNode)))
 
 	log.Printf("demo user: demo / %s", userPassword)
 	log.Printf("demo host: demo-host / %s", hostPassword)
@@ -85,7 +87,7 @@ func (app *networkManager) listNetworks(w http.ResponseWriter, r *http.Request) 
 			names = append(names, n)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"principal": p, "networks": names})
+	app.auth.WriteResponse(w, http.StatusOK, "networks", map[string]any{"principal": p, "networks": names})
 }
 
 // authenticateNode checks a node's key the application's way and asks
@@ -96,7 +98,7 @@ func (app *networkManager) authenticateNode(w http.ResponseWriter, r *http.Reque
 		Key string `json:"key"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 400, "message": "malformed JSON body"})
+		app.auth.WriteResponse(w, http.StatusBadRequest, "malformed JSON body", nil)
 		return
 	}
 	network := r.PathValue("network")
@@ -108,21 +110,15 @@ func (app *networkManager) authenticateNode(w http.ResponseWriter, r *http.Reque
 	}
 	app.mu.Unlock()
 	if !known || !member || subtle.ConstantTimeCompare([]byte(want), []byte(req.Key)) != 1 {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"code": 401, "message": "invalid credentials"})
+		app.auth.WriteError(w, r, nmauth.ErrInvalidCredentials)
 		return
 	}
 	tok, err := app.auth.IssueNodeToken(network, req.ID)
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"code": 500, "message": "internal error"})
+		app.auth.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"code": 200, "message": "node authenticated", "response": map[string]string{"authToken": tok}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	app.auth.WriteResponse(w, http.StatusOK, "node authenticated", map[string]string{"authToken": tok})
 }
 
 func mustMasterKey(key string) *nmauth.MasterKey {

@@ -17,11 +17,12 @@ func newLogger(w io.Writer, json bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, nil))
 }
 
-// auditLogger turns the library's audit events into log lines. An Event
-// holds no secret and prints as a group of its fields.
-func auditLogger(log *slog.Logger) func(nmauth.Event) {
-	return func(e nmauth.Event) {
-		log.LogAttrs(context.Background(), slog.LevelInfo, "audit", slog.Any("event", e))
+// auditLogger turns the library's audit events into log lines, logged
+// with the context of the request that caused them. An Event holds no
+// secret and prints as a group of its fields, the client among them.
+func auditLogger(log *slog.Logger) func(context.Context, nmauth.Event) {
+	return func(ctx context.Context, e nmauth.Event) {
+		log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.Any("event", e))
 	}
 }
 

@@ -107,10 +107,10 @@ func newMetrics(wire nmauth.WireProfile) (*metrics, error) {
 // already has, and its Store through a timing wrapper.
 func (m *metrics) instrument(cfg *nmauth.Config) {
 	next := cfg.OnEvent
-	cfg.OnEvent = func(e nmauth.Event) {
+	cfg.OnEvent = func(ctx context.Context, e nmauth.Event) {
 		m.observeEvent(e)
 		if next != nil {
-			next(e)
+			next(ctx, e)
 		}
 	}
 	if s, ok := cfg.Store.(fullStore); ok {

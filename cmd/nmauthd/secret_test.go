@@ -2,64 +2,13 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
-
-func TestDecodeSecret(t *testing.T) {
-	raw := []byte("0123456789abcdef0123456789abcdef!")
-	cases := []struct {
-		name, in string
-		want     []byte // nil for an error
-	}{
-		{"hex", hex.EncodeToString(raw), raw},
-		{"hex upper case with newline", strings.ToUpper(hex.EncodeToString(raw)) + "\n", raw},
-		{"base64", base64.StdEncoding.EncodeToString(raw), raw},
-		{"base64 without padding", base64.RawStdEncoding.EncodeToString(raw), raw},
-		{"base64 URL-safe", base64.URLEncoding.EncodeToString([]byte(strings.Repeat("\xfb\xff", 20))), []byte(strings.Repeat("\xfb\xff", 20))},
-		{"31 bytes of hex", hex.EncodeToString(raw[:31]), nil},
-		{"odd-length hex", hex.EncodeToString(raw)[1:], nil},
-		{"31 bytes of base64", base64.StdEncoding.EncodeToString(raw[:31]), nil},
-		{"neither", strings.Repeat("*", 64), nil},
-		{"empty", "", nil},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := decodeSecret(tc.in)
-			if tc.want == nil {
-				if err == nil {
-					t.Fatalf("decoded %d bytes, want an error", len(got))
-				}
-				if len(tc.in) > 8 && strings.Contains(err.Error(), tc.in) {
-					t.Errorf("the error shows the secret: %v", err)
-				}
-				return
-			}
-			if err != nil || !bytes.Equal(got, tc.want) {
-				t.Errorf("got %x, %v; want %x", got, err, tc.want)
-			}
-		})
-	}
-}
-
-func TestParseSecretList(t *testing.T) {
-	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
-	got, err := parseSecretList(a + ", " + b)
-	if err != nil || len(got) != 2 || got[0][0] != 0xaa || got[1][0] != 0xbb {
-		t.Fatalf("parseSecretList(a, b) = %x, %v; want a then b", got, err)
-	}
-	_, err = parseSecretList(a + ",short")
-	if err == nil || !strings.Contains(err.Error(), "secret 2") {
-		t.Errorf("a bad second secret: %v, want an error naming secret 2", err)
-	}
-}
 
 func TestSecretFile(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -78,51 +27,20 @@ func TestSecretFile(t *testing.T) {
 			t.Errorf("second load gave another secret or %v", err)
 		}
 	})
-	t.Run("processes starting at once agree", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "nmauth.db.secret")
-		const n = 8
-		got := make([][]byte, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { got[i], _, errs[i] = readOrCreateSecretFile(path) })
-		}
-		wg.Wait()
-		for i := range n {
-			if errs[i] != nil || !bytes.Equal(got[i], got[0]) {
-				t.Fatalf("reader %d: %x, %v; want the same secret as reader 0", i, got[i], errs[i])
-			}
-		}
-		if leftovers, _ := filepath.Glob(path + ".tmp-*"); len(leftovers) != 0 {
-			t.Errorf("temporary files left: %v", leftovers)
+	t.Run("a bad list in the environment names the variable and the secret", func(t *testing.T) {
+		env := func(string) string { return strings.Repeat("a", 64) + ",short" }
+		_, err := loadRootSecrets(env, filepath.Join(t.TempDir(), "nmauth.db"), true, quiet)
+		if err == nil || !strings.Contains(err.Error(), envSecret) || !strings.Contains(err.Error(), "secret 2") {
+			t.Fatalf("error %v, want one naming %s and secret 2", err, envSecret)
 		}
 	})
-	t.Run("refused", func(t *testing.T) {
-		for _, tc := range []struct {
-			name    string
-			content string
-			mode    os.FileMode
-			want    string
-		}{
-			{"group-readable", strings.Repeat("ab", 32), 0o640, "chmod 600"},
-			{"world-readable", strings.Repeat("ab", 32), 0o604, "chmod 600"},
-			{"too short", strings.Repeat("ab", 16), 0o600, "need at least 32"},
-			{"garbage", "not a secret at all, not even close", 0o600, "neither hex nor base64"},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				path := filepath.Join(t.TempDir(), "x.secret")
-				if err := os.WriteFile(path, []byte(tc.content), tc.mode); err != nil {
-					t.Fatal(err)
-				}
-				os.Chmod(path, tc.mode)
-				_, _, err := readOrCreateSecretFile(path)
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("error %v, want one saying %q", err, tc.want)
-				}
-				if strings.Contains(err.Error(), tc.content) {
-					t.Errorf("the error shows the file's content: %v", err)
-				}
-			})
+	t.Run("never made without create", func(t *testing.T) {
+		db := filepath.Join(t.TempDir(), "nmauth.db")
+		if _, err := loadRootSecrets(func(string) string { return "" }, db, false, quiet); err == nil {
+			t.Fatal("loaded a secret that does not exist")
+		}
+		if _, err := os.Stat(db + ".secret"); err == nil {
+			t.Fatal("a secret file was made without create")
 		}
 	})
 }

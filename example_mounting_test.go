@@ -1,0 +1,47 @@
+package nmauth_test
+
+import (
+	"log"
+	"net/http"
+	"os"
+
+	"github.com/nmauth/nmauth"
+)
+
+func Example_mounting() {
+	secrets, err := nmauth.ParseSecrets(os.Getenv("NMAUTH_SECRET")) // 32+ random bytes in hex or base64, kept outside the database
+	if err != nil {
+		log.Fatal(err)
+	}
+	master, _, err := nmauth.LoadMasterKey(nmauth.MasterKeyOptions{}) // MASTER_KEY or config/environments/<env>.yaml
+	if err != nil {
+		log.Fatal(err)
+	}
+	auth, err := nmauth.New(nmauth.Config{
+		Store:     nmauth.NewMemoryStore(), // or an SQLStore, or your own
+		Secrets:   secrets,
+		MasterKey: master,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	usersOnly := auth.RequireKinds(nmauth.KindUser, nmauth.KindMaster)
+
+	mux := http.NewServeMux()
+	mux.Handle("/api/", auth.Handler()) // the login and TOTP routes; your more specific routes still win
+	mux.Handle("GET /api/networks", auth.Middleware(networks{auth}))
+	mux.Handle("DELETE /api/networks/{network}", auth.Middleware(usersOnly(networks{auth})))
+	log.Fatal(http.ListenAndServe("127.0.0.1:8081", mux))
+}
+
+// networks is one of the application's own routes.
+type networks struct{ auth *nmauth.Authenticator }
+
+func (n networks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, _ := nmauth.FromContext(r.Context()) // who is asking: master, user, host or node
+	if r.Method == http.MethodDelete && r.PathValue("network") == "default" {
+		n.auth.WriteError(w, r, nmauth.ErrForbidden) // the same envelope and status as nmauth's own routes
+		return
+	}
+	n.auth.WriteResponse(w, http.StatusOK, "networks of "+p.Name, []string{"default"})
+}
