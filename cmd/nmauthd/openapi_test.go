@@ -54,7 +54,7 @@ func TestOpenAPIServed(t *testing.T) {
 	served := map[nmauth.WireProfile]string{}
 	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
 		t.Run(wire.String(), func(t *testing.T) {
-			srv := httptest.NewServer(newMux(newTestAuthenticator(t), wire))
+			srv := httptest.NewServer(newMux(newWireAuthenticator(t, wire), wire))
 			defer srv.Close()
 			r := callURL(t, wire, "GET", srv.URL+"/openapi.yaml", "", nil)
 			if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/yaml" || string(r.body) != string(nmauth.OpenAPI(wire)) {
@@ -96,7 +96,7 @@ func TestOutsideTheHandlerTheEnvelope(t *testing.T) {
 	}
 	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
 		t.Run(wire.String(), func(t *testing.T) {
-			srv := httptest.NewServer(newMux(newTestAuthenticator(t), wire))
+			srv := httptest.NewServer(newMux(newWireAuthenticator(t, wire), wire))
 			defer srv.Close()
 			for _, c := range cases {
 				r := callURL(t, wire, c.method, srv.URL+c.path, "", nil)

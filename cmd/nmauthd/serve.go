@@ -34,7 +34,7 @@ const (
 // GET /readyz (the store answers), GET /openapi.yaml, and the demo page at
 // GET / with its assets. Outside /api/, where the handler answers, a path
 // no route serves answers 404 and another method on a GET route 405 with
-// Allow, both in the error envelope of wire. More routes can be added to
+// Allow, both in the error envelope of the Authenticator's wire profile. More routes can be added to
 // the returned mux.
 func newMux(auth *nmauth.Authenticator, wire nmauth.WireProfile) *http.ServeMux {
 	mux := http.NewServeMux()
@@ -49,36 +49,15 @@ func newMux(auth *nmauth.Authenticator, wire nmauth.WireProfile) *http.ServeMux 
 	// does not, so that these answers replace ServeMux's plain-text ones.
 	wrongMethod := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeErrorEnvelope(w, wire, http.StatusMethodNotAllowed, "method not allowed")
+		auth.WriteResponse(w, http.StatusMethodNotAllowed, "method not allowed", nil)
 	}
 	for _, path := range []string{"/healthz", "/openapi.yaml", "/readyz", "/{$}", "/assets/"} {
 		mux.HandleFunc(path, wrongMethod)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		writeErrorEnvelope(w, wire, http.StatusNotFound, "not found")
+		auth.WriteResponse(w, http.StatusNotFound, "not found", nil)
 	})
 	return mux
-}
-
-// writeErrorEnvelope answers status with the error envelope of wire, as
-// the nmauth handler writes it: {"code", "message"} in the spec profile,
-// {"Code", "Message", "Response": null} in the Netmaker profile.
-func writeErrorEnvelope(w http.ResponseWriter, wire nmauth.WireProfile, status int, message string) {
-	var body any = struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{status, message}
-	if wire == nmauth.WireNetmaker {
-		body = struct {
-			Code     int
-			Message  string
-			Response any
-		}{status, message, nil}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(body)
 }
 
 // serveWhoami answers the principal that authenticated the request.

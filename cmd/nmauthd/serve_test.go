@@ -14,6 +14,12 @@ import (
 
 func newTestAuthenticator(t *testing.T) *nmauth.Authenticator {
 	t.Helper()
+	return newWireAuthenticator(t, nmauth.WireSpec)
+}
+
+// newWireAuthenticator is newTestAuthenticator answering in wire profile w.
+func newWireAuthenticator(t *testing.T, w nmauth.WireProfile) *nmauth.Authenticator {
+	t.Helper()
 	mk, err := nmauth.NewMasterKey(testMasterKey, false, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -22,6 +28,7 @@ func newTestAuthenticator(t *testing.T) *nmauth.Authenticator {
 		Store:     nmauth.NewMemoryStore(),
 		Secrets:   [][]byte{bytes.Repeat([]byte{7}, 32)},
 		MasterKey: mk,
+		Wire:      w,
 	})
 	if err != nil {
 		t.Fatal(err)
