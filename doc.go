@@ -30,8 +30,10 @@
 // username and password to /api/users/adm/authenticate and gets a user
 // token, or, with TOTP on, a pre-auth token that is good for one thing:
 // posting a code to /api/users/{username}/auth/verify-totp, which answers
-// with the user token. Node tokens are minted by the application's own
-// node route with [Authenticator.IssueNodeToken].
+// with the user token. A host posts the same credentials to
+// /api/nodes/{network}/authenticate for a node token of one network, which
+// [Config.NodeMember] must admit; an application's own node route can
+// mint one with [Authenticator.IssueNodeToken].
 //
 // # Turning on TOTP
 //
@@ -50,9 +52,12 @@
 //	user      1 h     user login without TOTP, or verify-totp
 //	pre-auth  5 min   user login with TOTP on; accepted by verify-totp only
 //	host      15 min  host login
-//	node      15 min  IssueNodeToken
+//	node      15 min  node login, or IssueNodeToken
 //
-// Disabling a user, changing the password, resetting TOTP, and turning
-// TOTP on or replacing it revoke the user's tokens: each moves the
-// account's generation, which every token carries, so no clock decides.
+// Disabling or revoking a user or host, changing its password, resetting
+// TOTP, and turning TOTP on or replacing it revoke the account's tokens (a
+// node token from node login with its host's): each moves the account's
+// generation, which every token carries, so no clock decides. Deleting an
+// account kills its tokens too, and a new account of the same name starts
+// at a random generation.
 package nmauth
