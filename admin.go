@@ -58,9 +58,15 @@ func (a *Authenticator) DisableUser(ctx context.Context, username string) error 
 }
 
 // EnableUser lets a disabled user log in again. Tokens revoked by the
-// disable stay revoked: the generation moves on again.
+// disable stay revoked: enabling leaves the generation where the disable
+// moved it, so it revokes nothing and emits no event.
 func (a *Authenticator) EnableUser(ctx context.Context, username string) error {
-	return a.updateUser(ctx, username, func(u *User) { u.Disabled = false })
+	name, err := PrepareUsername(username)
+	if err != nil {
+		return err
+	}
+	defer a.status.forget(KindUser, name)
+	return a.store.UpdateUser(ctx, name, func(u *User) error { u.Disabled = false; return nil })
 }
 
 // ResetTOTP turns TOTP off for a user, drops the recovery codes and
@@ -146,9 +152,14 @@ func (a *Authenticator) DisableHost(ctx context.Context, id string) error {
 }
 
 // EnableHost lets a disabled host log in again. Tokens revoked by the
-// disable stay revoked: the generation moves on again.
+// disable stay revoked, as [Authenticator.EnableUser] keeps them.
 func (a *Authenticator) EnableHost(ctx context.Context, id string) error {
-	return a.updateHost(ctx, id, func(h *Host) { h.Disabled = false })
+	id, err := prepareHostID(id)
+	if err != nil {
+		return err
+	}
+	defer a.status.forget(KindHost, id)
+	return a.store.UpdateHost(ctx, id, func(h *Host) error { h.Disabled = false; return nil })
 }
 
 // SetHostPassword replaces a host's password and revokes its tokens.

@@ -10,15 +10,15 @@ import (
 // The attempt limits of password logins (users, hosts and nodes alike).
 //
 // Failures are counted per client address against each account: from one
-// address the first 5 consecutive failures are free, then each one blocks
-// that address for 1 s doubling up to a minute. Other addresses are not
+// address the first 5 consecutive failures are free, then each further
+// attempt waits 1 s doubling up to a minute (see [backoff]). Other addresses are not
 // slowed by it, so an attacker hammering an account from one address
 // cannot lock its owner out.
 //
-// Failures from all addresses add up to the account's count. Past
+// Failures from all addresses add up to the account's count. After
 // accountCeiling consecutive failures (NIST SP 800-63B allows up to 100),
-// each further failure blocks the account for 1 s doubling up to 15
-// minutes, for every address that has never logged in to it. An address
+// each further attempt waits 1 s doubling up to 15 minutes, for every
+// address that has never logged in to it. An address
 // that has is "known": only its own backoff applies to it.
 const (
 	clientFreeFailures = 5
@@ -31,24 +31,33 @@ const (
 )
 
 // passwordDelay is the backoff of one client address after n consecutive
-// failures against one account: none for the first 4, then 1 s doubling
-// up to clientMaxDelay, so there are never more than 5 consecutive
-// failures without a delay.
-func passwordDelay(n int) time.Duration {
-	if n < clientFreeFailures {
-		return 0
-	}
-	return min(time.Second<<min(n-clientFreeFailures, 16), clientMaxDelay)
-}
+// failures against one account.
+func passwordDelay(n int) time.Duration { return backoff(n, clientFreeFailures, clientMaxDelay) }
 
 // accountDelay is the account-wide backoff after n consecutive failures
-// from every address: none up to accountCeiling, then 1 s doubling up to
-// accountMaxDelay.
-func accountDelay(n int) time.Duration {
-	if n < accountCeiling {
+// from every address.
+func accountDelay(n int) time.Duration { return backoff(n, accountCeiling, accountMaxDelay) }
+
+// backoff is the one backoff formula of password and TOTP attempts: after
+// n consecutive failures, none while n is below free, then 1 s doubling
+// with each further failure up to ceiling. So free failures can be made
+// without waiting, and the attempt after them waits 1 s.
+func backoff(n, free int, ceiling time.Duration) time.Duration {
+	if n < free {
 		return 0
 	}
-	return min(time.Second<<min(n-accountCeiling, 20), accountMaxDelay)
+	// 2^30 s is past any ceiling; the bound keeps the shift from
+	// overflowing however large n grows.
+	return min(time.Second<<min(n-free, 30), ceiling)
+}
+
+// addDelay is the end of a backoff of d from now: the zero time when there
+// is none.
+func addDelay(now time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return now.Add(d)
 }
 
 // account is what a login reads and writes of a user or a host: pointers

@@ -7,14 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
-
-	"golang.org/x/text/secure/precis"
 )
 
 // Config configures an [Authenticator]. Store and Secrets are required;
@@ -298,65 +292,6 @@ func New(cfg Config) (*Authenticator, error) {
 
 func (a *Authenticator) now() time.Time { return a.cfg.Now() }
 
-// PrepareUsername applies the PRECIS UsernameCaseMapped profile, so that
-// names differing only in case or width are one user. Names of more than 64
-// bytes are refused.
-func PrepareUsername(name string) (string, error) {
-	p, err := precis.UsernameCaseMapped.String(name)
-	if err != nil || p == "" || len(p) > 64 {
-		return "", ErrInvalidUsername
-	}
-	return p, nil
-}
-
-// prepareHostID accepts 1 to 128 printable characters without spaces. A
-// UUID, the form netclient uses, is written in lower case, so that two
-// spellings of one UUID are one host.
-func prepareHostID(id string) (string, error) {
-	if id == "" || len(id) > 128 || !utf8.ValidString(id) {
-		return "", ErrInvalidHost
-	}
-	for _, r := range id {
-		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
-			return "", ErrInvalidHost
-		}
-	}
-	if isUUID(id) {
-		id = strings.ToLower(id)
-	}
-	return id, nil
-}
-
-// isUUID reports whether s is a UUID in its 8-4-4-4-12 hex form.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return false
-			}
-		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'):
-			return false
-		}
-	}
-	return true
-}
-
-// prepareMAC returns a MAC address in canonical form, or "" for "".
-func prepareMAC(mac string) (string, error) {
-	if mac == "" {
-		return "", nil
-	}
-	hw, err := net.ParseMAC(mac)
-	if err != nil {
-		return "", ErrInvalidHost
-	}
-	return hw.String(), nil
-}
-
 // UserLogin is the result of a user login or of TOTP verification.
 type UserLogin struct {
 	UserName string `json:"userName"`
@@ -608,13 +543,6 @@ func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, passwor
 	return NodeLogin{AuthToken: tok, ID: id, Network: network}, nil
 }
 
-// validNetwork accepts 1 to 128 printable characters without spaces, the
-// same form as a host id.
-func validNetwork(network string) bool {
-	_, err := prepareHostID(network)
-	return err == nil
-}
-
 // loginHost runs the login path for a host: it checks the credentials,
 // asks admit (when set) whether the login may go on, applies the MAC
 // policy and mints the token that token describes. kind is what the audit
@@ -666,27 +594,17 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 }
 
 // IssueNodeToken mints a node token for the application's own node
-// authentication route, after the application has checked the node.
+// authentication route, after the application has checked the node. The
+// network and the node id take the form of a host id (1 to 128 printable
+// characters without spaces), else [ErrInvalidNetwork] or [ErrInvalidHost];
+// the node id is kept as given, since the application named it.
 func (a *Authenticator) IssueNodeToken(network, nodeID string) (string, error) {
-	if network == "" || nodeID == "" || len(network) > 128 || len(nodeID) > 128 {
-		return "", fmt.Errorf("%w: node token needs a network and a node id", ErrInvalidHost)
+	if !validNetwork(network) {
+		return "", ErrInvalidNetwork
+	}
+	if _, err := prepareHostID(nodeID); err != nil {
+		return "", err
 	}
 	tok, _, err := a.minter.mint(mintArgs{kind: kindNode, subject: nodeID, network: network, issuedAt: a.now(), ttl: a.cfg.NodeTokenTTL})
 	return tok, err
-}
-
-// safeName bounds a name taken from a request before it reaches a log
-// line or an event.
-func safeName(s string) string {
-	if len(s) > 64 || !utf8.ValidString(s) {
-		return "(invalid)"
-	}
-	return s
-}
-
-func addDelay(now time.Time, d time.Duration) time.Time {
-	if d <= 0 {
-		return time.Time{}
-	}
-	return now.Add(d)
 }

@@ -97,7 +97,10 @@
 //	host      15 min  host login
 //	node      15 min  node login, or IssueNodeToken
 //
-// Disabling a user, changing the password, resetting TOTP, and turning
-// TOTP on or replacing it revoke the user's tokens: each moves the
-// account's generation, which every token carries, so no clock decides.
+// Disabling or revoking a user or host, changing its password, resetting
+// TOTP, and turning TOTP on or replacing it revoke the account's tokens (a
+// node token from node login with its host's): each moves the account's
+// generation, which every token carries, so no clock decides. Deleting an
+// account kills its tokens too, and a new account of the same name starts
+// at a random generation.
 package nmauth

@@ -27,9 +27,6 @@ var (
 	// ErrInvalidEnrollment is returned by complete-totp for a tampered,
 	// expired or foreign enrollment, or a wrong first code.
 	ErrInvalidEnrollment = errors.New("nmauth: invalid enrollment")
-	// ErrTOTPNotEnabled is returned when an operation needs TOTP and the
-	// user has not enrolled.
-	ErrTOTPNotEnabled = errors.New("nmauth: totp not enabled")
 	// ErrThrottled is matched by a [*ThrottledError].
 	ErrThrottled = errors.New("nmauth: too many attempts")
 	// ErrOverloaded is returned when the password hashing queue is full.

@@ -250,7 +250,9 @@ func (m *tokenMinter) mint(a mintArgs) (token, jti string, err error) {
 }
 
 // maxClockSkew is how far ahead of this replica's clock a token's iat may
-// be. A token from further ahead would outlive a revocation made now.
+// be, the drift tolerated between replicas. A token from further ahead
+// would live past its kind's lifetime counted from now; revocation does
+// not depend on it, since the generation decides that.
 const maxClockSkew = 5 * time.Second
 
 // tokenVerifier checks tokens of one set of kinds. The kinds it accepts are

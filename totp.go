@@ -44,18 +44,19 @@ const (
 // MaxTOTPFailuresPerToken is how many wrong codes a pre-auth token survives.
 const MaxTOTPFailuresPerToken = 5
 
-// totpDelay is the backoff after n consecutive wrong codes for one user,
-// across all pre-auth tokens and replicas: none for the first 4, then 1 s
-// doubling up to 15 minutes. At that cap an attacker who knows the password
-// gets 96 guesses a day; with at most 3 of 10^6 codes valid at any time the
-// expected time to break the second factor is over 9 years.
-func totpDelay(n int) time.Duration {
-	const free, max = 5, 15 * time.Minute
-	if n < free {
-		return 0
-	}
-	return min(time.Second<<min(n-free, 20), max)
-}
+// The backoff of wrong TOTP codes for one user, across all pre-auth tokens
+// and replicas: the first 5 consecutive failures are free, then each
+// further attempt waits 1 s doubling up to 15 minutes (see [backoff]). At
+// that cap an attacker who knows the password gets 96 guesses a day; with
+// at most 3 of 10^6 codes valid at any time the expected time to break the
+// second factor is over 9 years.
+const (
+	totpFreeFailures = 5
+	totpMaxDelay     = 15 * time.Minute
+)
+
+// totpDelay is the backoff after n consecutive wrong codes for one user.
+func totpDelay(n int) time.Duration { return backoff(n, totpFreeFailures, totpMaxDelay) }
 
 // Enrollment is the answer of init-totp.
 type Enrollment struct {

@@ -180,19 +180,8 @@ func (a *Authenticator) wireHostID(id string) (string, error) {
 	if a.cfg.Wire != WireNetmaker {
 		return id, nil
 	}
-	if len(id) != 36 {
+	if !isUUID(id) {
 		return "", ErrInvalidHost
-	}
-	for i := 0; i < len(id); i++ {
-		switch c := id[i]; {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return "", ErrInvalidHost
-			}
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
-		default:
-			return "", ErrInvalidHost
-		}
 	}
 	return strings.ToLower(id), nil
 }
