@@ -3,6 +3,8 @@ package netmaker
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -94,7 +96,11 @@ func startServer(t *testing.T, profile string) *server {
 	bin, _ := binaries(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "nmauth.db")
-	env := append(os.Environ(), "MASTER_KEY="+masterKey, "NMAUTH_SECRET=", "NMAUTH_ENV=")
+	// The admin commands that seed the database never make a root secret,
+	// so the test gives one, as an operator gives NMAUTH_SECRET.
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	env := append(os.Environ(), "MASTER_KEY="+masterKey, "NMAUTH_SECRET="+hex.EncodeToString(secret), "NMAUTH_ENV=")
 	run := func(stdin string, args ...string) {
 		cmd := exec.Command(bin, append(args, "--db", db)...)
 		cmd.Dir, cmd.Env, cmd.Stdin = dir, env, strings.NewReader(stdin)
