@@ -8,29 +8,15 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nmauth/nmauth"
 	"github.com/nmauth/nmauth/openapitest"
 )
 
-// documents are the checkers of each profile's document, each built once:
-// every request the fixtures send and every answer they get is checked
-// against the document of the fixture's profile, so that neither document
-// can drift from the handler.
-var documents = map[nmauth.WireProfile]func() (*openapitest.Checker, error){
-	nmauth.WireSpec: sync.OnceValues(func() (*openapitest.Checker, error) {
-		return openapitest.New(nmauth.OpenAPI(nmauth.WireSpec))
-	}),
-	nmauth.WireNetmaker: sync.OnceValues(func() (*openapitest.Checker, error) {
-		return openapitest.New(nmauth.OpenAPI(nmauth.WireNetmaker))
-	}),
-}
-
 func openAPIChecker(t testing.TB, w nmauth.WireProfile) *openapitest.Checker {
 	t.Helper()
-	c, err := documents[w]()
+	c, err := openapitest.ForProfile(w)
 	if err != nil {
 		t.Fatal(err)
 	}

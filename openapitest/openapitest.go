@@ -2,7 +2,8 @@
 // document, such as the one [nmauth.OpenAPI] returns, so that the tests of
 // a server fail as soon as an answer drifts from its document.
 //
-// Build a Checker once and pass it every exchange a test makes:
+// Build a Checker once (or take the shared one of a wire profile's
+// document with [ForProfile]) and pass it every exchange a test makes:
 //
 //	c, err := openapitest.New(nmauth.OpenAPI(nmauth.WireSpec))
 //	...
@@ -29,12 +30,36 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/nmauth/nmauth"
 )
+
+// profiles holds the checker of each wire profile's document, built on
+// first use: loading and validating a document is too slow to repeat for
+// every test.
+var profiles = map[nmauth.WireProfile]func() (*Checker, error){
+	nmauth.WireSpec: sync.OnceValues(func() (*Checker, error) {
+		return New(nmauth.OpenAPI(nmauth.WireSpec))
+	}),
+	nmauth.WireNetmaker: sync.OnceValues(func() (*Checker, error) {
+		return New(nmauth.OpenAPI(nmauth.WireNetmaker))
+	}),
+}
+
+// ForProfile returns the Checker of the document [nmauth.OpenAPI] returns
+// for wire profile w, built once per process and shared.
+func ForProfile(w nmauth.WireProfile) (*Checker, error) {
+	c, ok := profiles[w]
+	if !ok {
+		return nil, fmt.Errorf("openapitest: no document for wire profile %v", w)
+	}
+	return c()
+}
 
 // Checker checks exchanges against one document. It is safe for
 // concurrent use.

@@ -5,34 +5,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nmauth/nmauth"
 	"github.com/nmauth/nmauth/openapitest"
 )
 
-// documents are the checkers of each profile's document, each built once:
-// the tests' request helper checks every exchange with a server against
-// the document of the profile that server answers in.
-var documents = map[nmauth.WireProfile]func() (*openapitest.Checker, error){
-	nmauth.WireSpec: sync.OnceValues(func() (*openapitest.Checker, error) {
-		return openapitest.New(nmauth.OpenAPI(nmauth.WireSpec))
-	}),
-	nmauth.WireNetmaker: sync.OnceValues(func() (*openapitest.Checker, error) {
-		return openapitest.New(nmauth.OpenAPI(nmauth.WireNetmaker))
-	}),
-}
-
 // checkOpenAPI fails the test when an exchange with a server answering in
 // profile wire departs from that profile's document.
 func checkOpenAPI(t *testing.T, wire nmauth.WireProfile, req *http.Request, sent []byte, r reply) {
 	t.Helper()
-	document, ok := documents[wire]
-	if !ok {
-		t.Fatalf("no OpenAPI document for wire profile %v", wire)
-	}
-	c, err := document()
+	c, err := openapitest.ForProfile(wire)
 	if err != nil {
 		t.Fatal(err)
 	}
