@@ -391,7 +391,8 @@ const maxHashChanges = 2
 //     counted and a Store that cannot record refuses right and wrong
 //     passwords alike;
 //  3. the password is checked against the hash that update read;
-//  4. admit, when set, decides whether a right password may go on;
+//  4. admit, when set, decides whether a right password may go on; its
+//     refusal undoes the counting, since the password was right;
 //  5. a second atomic update grants the login only if the hash is still
 //     the one checked and the account is not disabled: it resets the
 //     counters and calls grant, which mints the token with the generation
@@ -440,7 +441,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		}
 		if admit != nil {
 			if err := admit(ctx); err != nil {
-				return err
+				return a.refuseRightPassword(ctx, t, hash, client, err)
 			}
 		}
 		newHash := ""
@@ -481,6 +482,23 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
 		return nil
 	}
+}
+
+// refuseRightPassword answers admit's refusal of a right password. A right
+// password is never a failure: the attempt counted before the check is
+// undone, if the hash is still the one checked, so that a host asking for
+// a network it is not a member of is not throttled out of its own logins.
+func (a *Authenticator) refuseRightPassword(ctx context.Context, t loginTarget, hash, client string, refusal error) error {
+	err := t.update(ctx, func(acc account) error {
+		if *acc.hash == hash {
+			grantAttempt(acc, client)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return refusal
 }
 
 // HostLogin is the result of a host login.

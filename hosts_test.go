@@ -3,6 +3,7 @@ package nmauth_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync/atomic"
 	"testing"
 
@@ -75,6 +76,47 @@ func TestLoginNodeWithoutMembershipHook(t *testing.T) {
 	f.addHost("h1", "", "host-password-1")
 	if _, err := f.auth.LoginNode(context.Background(), "home", "h1", "", "host-password-1"); !errors.Is(err, nmauth.ErrForbidden) {
 		t.Fatalf("LoginNode without Config.NodeMember = %v, want ErrForbidden", err)
+	}
+}
+
+// TestRefusedNodeLoginIsNoFailure: a host that keeps asking, with its
+// right password, for a network it is not a member of (or while the
+// membership hook fails) is refused each time, but none of it counts as a
+// failed login: its host logins from the same address still answer 200,
+// never 429, and its failure counters stay at zero.
+func TestRefusedNodeLoginIsNoFailure(t *testing.T) {
+	f := newFixture(t, func(c *nmauth.Config) {
+		c.NodeMember = func(_ context.Context, network, _ string) (bool, error) {
+			if network == "broken" {
+				return false, errors.New("membership table unreadable")
+			}
+			return false, nil
+		}
+	})
+	f.addHost(testHostIDs[0], "", "host-password-1")
+	body := map[string]string{"id": testHostIDs[0], "password": "host-password-1"}
+	for _, tc := range []struct {
+		network string
+		status  int
+	}{{"office", http.StatusForbidden}, {"broken", http.StatusInternalServerError}} {
+		t.Run(tc.network, func(t *testing.T) {
+			for range 10 {
+				wantError(t, f.do("/api/nodes/"+tc.network+"/authenticate", "", body), tc.status)
+			}
+			wantStatus(t, f.do("/api/hosts/adm/authenticate", "", body), http.StatusOK)
+			h, err := f.store.GetHost(context.Background(), testHostIDs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.PasswordFailures != 0 {
+				t.Errorf("PasswordFailures = %d after refused node logins with the right password, want 0", h.PasswordFailures)
+			}
+			for _, c := range h.PasswordClients {
+				if c.Failures != 0 || !c.BlockedUntil.IsZero() {
+					t.Errorf("client %s: %d failures, blocked until %v, want none", c.Client, c.Failures, c.BlockedUntil)
+				}
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -42,6 +43,31 @@ func TestWriteErrorWaits(t *testing.T) {
 		}
 		if bytes.Contains(rec.Body.Bytes(), []byte("disk")) {
 			t.Errorf("internal error text reached the client: %s", rec.Body)
+		}
+	}
+}
+
+// TestForwardedHops: hops with ports are read; a hop that is no address
+// does not put the client in the proxy's bucket (issue 14, finding 10).
+func TestForwardedHops(t *testing.T) {
+	proxy := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	tests := []struct {
+		xff  string
+		want netip.Addr
+	}{
+		{"203.0.113.7:5678", netip.MustParseAddr("203.0.113.7")},
+		{"[2001:db8::1]:443", netip.MustParseAddr("2001:db8::")},
+		{"[2001:db8::1]", netip.MustParseAddr("2001:db8::")},
+		{"198.51.100.1, 203.0.113.7:80", netip.MustParseAddr("203.0.113.7")},
+		{"unknown", netip.Addr{}},
+		{"203.0.113.7, unknown", netip.Addr{}},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest("POST", "/", nil)
+		r.RemoteAddr = "127.0.0.1:40000"
+		r.Header.Set("X-Forwarded-For", tc.xff)
+		if got := clientAddr(r, proxy); got != tc.want {
+			t.Errorf("X-Forwarded-For %q: client %v, want %v", tc.xff, got, tc.want)
 		}
 	}
 }

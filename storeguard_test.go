@@ -5,9 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -223,4 +227,102 @@ func TestSQLiteFaults(t *testing.T) {
 			t.Errorf("PasswordFailures = %d after refused attempts", u.PasswordFailures)
 		}
 	})
+}
+
+// TestSQLiteFull: a SQLite database that cannot grow (max_page_count on
+// the store's own connections, so SQLite itself answers SQLITE_FULL)
+// refuses with 503 and Retry-After every login whose attempt it cannot
+// record, right passwords included: never 401 for a right password, never
+// a 200 whose attempt went unrecorded (issue 11: before, a full database
+// answered a wrong password 500 and a right one 200). A full database
+// still rewrites a record in place, so a login whose record does not grow
+// is recorded and answered as usual; each login from a new address adds
+// one to the record, and the first that does not fit is refused. Once
+// space is freed, logins are recorded again.
+func TestSQLiteFull(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nmauth.db")
+	db, err := sql.Open("sqlite", nmauth.SQLiteDSN(path)+"&_pragma=max_page_count(64)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	store := newSQLStore(t, db, nmauth.DialectSQLite)
+	f := newFixture(t, func(c *nmauth.Config) {
+		c.Store = store
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	f.addUser("alice", "correct horse battery")
+	ctx := context.Background()
+	fillers := 0
+	for ; ; fillers++ {
+		err := store.CreateUser(ctx, sampleUser(fmt.Sprintf("filler-%05d", fillers)))
+		if err != nil {
+			if !strings.Contains(err.Error(), "SQLITE_FULL") && !strings.Contains(err.Error(), "(13)") {
+				t.Fatalf("filling stopped by %v, want SQLITE_FULL (13)", err)
+			}
+			break
+		}
+	}
+	var pages int
+	if err := db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil || pages != 64 {
+		t.Fatalf("page_count = %d, %v; want the database at its 64 pages", pages, err)
+	}
+
+	login := func(client, password string) reply {
+		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/api/users/adm/authenticate",
+			strings.NewReader(`{"username":"alice","password":"`+password+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Forwarded-For", client)
+		return f.send(req)
+	}
+	failures := func() int { return getUser(t, store, "alice").PasswordFailures }
+
+	// Wrong passwords from new addresses: recorded while the record fits,
+	// then refused with 503.
+	refused := false
+	for i := range 40 {
+		before := failures()
+		r := login(fmt.Sprintf("198.51.100.%d", i), "wrong password")
+		if r.status == http.StatusServiceUnavailable {
+			wantUnavailable(t, r)
+			if after := failures(); after != before {
+				t.Fatalf("refused attempt %d changed PasswordFailures from %d to %d", i, before, after)
+			}
+			refused = true
+			break
+		}
+		wantError(t, r, http.StatusUnauthorized)
+		if after := failures(); after != before+1 {
+			t.Fatalf("wrong password %d answered 401 with PasswordFailures %d → %d, want it recorded", i, before, after)
+		}
+	}
+	if !refused {
+		t.Fatal("40 logins from new addresses all fitted in the full database; the test never reached a refused write")
+	}
+	// The netclient rule: the right password from a new address is not
+	// recorded either, and is answered 503, never 401 or 200.
+	before := getUser(t, store, "alice")
+	wantUnavailable(t, login("203.0.113.1", "correct horse battery"))
+	wantUnavailable(t, login("203.0.113.2", "wrong password"))
+	if after := getUser(t, store, "alice"); after.PasswordFailures != before.PasswordFailures || len(after.PasswordClients) != len(before.PasswordClients) {
+		t.Fatalf("refused logins changed the record: %d failures from %d addresses, was %d from %d",
+			after.PasswordFailures, len(after.PasswordClients), before.PasswordFailures, len(before.PasswordClients))
+	}
+
+	// Freeing space: the same logins are recorded and answered again.
+	for i := range fillers / 2 {
+		if err := store.DeleteUser(ctx, fmt.Sprintf("filler-%05d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantStatus(t, login("203.0.113.1", "correct horse battery"), http.StatusOK)
+	if u := getUser(t, store, "alice"); u.PasswordFailures != 0 || !slices.ContainsFunc(u.PasswordClients, func(c nmauth.ClientFailures) bool {
+		return c.Client == "203.0.113.1" && c.Known
+	}) {
+		t.Errorf("login after freeing space left %d failures and clients %+v, want the success recorded", u.PasswordFailures, u.PasswordClients)
+	}
 }

@@ -33,9 +33,12 @@ const (
 // scene is the state every hostile request starts from: three users, two
 // hosts, and one credential of every kind.
 type scene struct {
-	*attackFixture
-	fg     *forger
-	secret string // carol's TOTP secret
+	*fixture
+	// watched is the fixture's store, watched so that it can be
+	// snapshotted and restored between hostile requests.
+	watched *watchedStore
+	fg      *forger
+	secret  string // carol's TOTP secret
 
 	alice, bob           string // user tokens, no TOTP
 	carolPlain           string // carol's user token from before she turned TOTP on, revoked by it
@@ -56,7 +59,11 @@ type scene struct {
 
 func newScene(t *testing.T) *scene {
 	t.Helper()
-	s := &scene{attackFixture: newAttackFixture(t), fg: newForger(t, testSecret(1))}
+	s := &scene{fg: newForger(t, testSecret(1))}
+	s.fixture = newFixture(t, func(c *nmauth.Config) {
+		s.watched = &watchedStore{Store: c.Store}
+		c.Store = s.watched
+	})
 	s.fg.gen = func(aud, sub string) uint64 {
 		if aud == audHost {
 			h, _ := s.store.GetHost(context.Background(), sub)
@@ -105,10 +112,10 @@ func newScene(t *testing.T) *scene {
 	s.foreignIssuer = s.otherToken(nmauth.Config{Issuer: "other-issuer"})
 	s.foreignKey = s.otherToken(nmauth.Config{Secrets: [][]byte{testSecret(9)}})
 
-	s.baseline = s.store.snapshot(t)
+	s.baseline = s.watched.snapshot(t)
 	s.checkForger(t)
-	s.store.restore(t, s.baseline)
-	if got := s.store.snapshot(t); !reflect.DeepEqual(got, s.baseline) {
+	s.watched.restore(t, s.baseline)
+	if got := s.watched.snapshot(t); !reflect.DeepEqual(got, s.baseline) {
 		t.Fatalf("restore does not restore:%s", diffState(s.baseline, got))
 	}
 	return s
@@ -550,8 +557,8 @@ func TestHostileRequests(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(&start)
 			}
-			s.store.restore(t, start)
-			before := s.store.snapshot(t)
+			s.watched.restore(t, start)
+			before := s.watched.snapshot(t)
 
 			r := s.sendHostile(t, tc.req)
 			counted[r.status]++
@@ -565,7 +572,7 @@ func TestHostileRequests(t *testing.T) {
 			if tc.change != nil {
 				tc.change(&want)
 			}
-			if got := s.store.snapshot(t); !reflect.DeepEqual(got, want) {
+			if got := s.watched.snapshot(t); !reflect.DeepEqual(got, want) {
 				t.Errorf("store changed beyond what the request may count:%s", diffState(want, got))
 			}
 		})
@@ -613,7 +620,7 @@ func TestDotSegmentsRedirectToTheCanonicalRoute(t *testing.T) {
 			} else {
 				wantError(t, r, tc.status)
 			}
-			if got := s.store.snapshot(t); !reflect.DeepEqual(got, s.baseline) {
+			if got := s.watched.snapshot(t); !reflect.DeepEqual(got, s.baseline) {
 				t.Errorf("store changed:%s", diffState(s.baseline, got))
 			}
 		})
@@ -654,7 +661,7 @@ func TestPRECISNamesAreOneUser(t *testing.T) {
 	if got := r.response(t)["userName"]; got != "alice" {
 		t.Fatalf("fullwidth login is %v, want alice", got)
 	}
-	if got := s.store.snapshot(t); !reflect.DeepEqual(got, s.baseline) {
+	if got := s.watched.snapshot(t); !reflect.DeepEqual(got, s.baseline) {
 		t.Errorf("store changed:%s", diffState(s.baseline, got))
 	}
 }
