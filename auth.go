@@ -411,11 +411,12 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 	client := clientKey(ctx)
 	now := a.now()
 	var hash string
+	var disabled bool
 	err = t.update(ctx, func(acc account) error {
 		if wait := takeAttempt(acc, client, now); wait > 0 {
 			return &ThrottledError{RetryAfter: wait}
 		}
-		hash = *acc.hash
+		hash, disabled = *acc.hash, *acc.disabled
 		return nil
 	})
 	switch {
@@ -435,7 +436,9 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 			a.log.Error("stored password hash is malformed", "kind", string(t.kind), "name", t.name)
 			return fmt.Errorf("%w: password hash of %s %q", ErrDataFault, t.kind, t.name)
 		}
-		if !ok {
+		// A disabled account answers as a wrong password does, before
+		// admit can tell a right one apart by refusing it otherwise.
+		if !ok || disabled {
 			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 			return ErrInvalidCredentials
 		}

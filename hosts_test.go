@@ -199,3 +199,23 @@ func TestHostLifecycle(t *testing.T) {
 		t.Errorf("EnableHost of an unknown host: %v, want ErrNotFound", err)
 	}
 }
+
+// TestDisabledHostNodeLoginAnswersAsAWrongPassword checks that node
+// membership cannot tell a right password of a disabled host from a wrong
+// one: both are refused as invalid credentials, not as forbidden.
+func TestDisabledHostNodeLoginAnswersAsAWrongPassword(t *testing.T) {
+	f := newFixture(t, func(c *nmauth.Config) {
+		c.NodeMember = func(context.Context, string, string) (bool, error) { return false, nil }
+	})
+	f.addHost(testHostIDs[0], "", "host-password-1")
+	ctx := context.Background()
+	if err := f.auth.DisableHost(ctx, testHostIDs[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, password := range []string{"host-password-1", "wrong-password"} {
+		_, err := f.auth.LoginNode(ctx, "home", testHostIDs[0], "", password)
+		if !errors.Is(err, nmauth.ErrInvalidCredentials) || errors.Is(err, nmauth.ErrForbidden) {
+			t.Errorf("node login of a disabled host that is no member, password %q: %v, want ErrInvalidCredentials", password, err)
+		}
+	}
+}
