@@ -479,6 +479,10 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidCredentials):
 			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 			return ErrInvalidCredentials
+		case errors.Is(err, ErrForbidden):
+			// grant refused a right password (a MAC address change the
+			// host may not make): no failure either.
+			return a.refuseRightPassword(ctx, t, hash, client, err)
 		case err != nil:
 			return err
 		}
@@ -487,10 +491,11 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 	}
 }
 
-// refuseRightPassword answers admit's refusal of a right password. A right
-// password is never a failure: the attempt counted before the check is
-// undone, if the hash is still the one checked, so that a host asking for
-// a network it is not a member of is not throttled out of its own logins.
+// refuseRightPassword answers a refusal of a right password, by admit or by
+// grant. A right password is never a failure: the attempt counted before
+// the check is undone, if the hash is still the one checked, so that a
+// host asking for a network it is not a member of, or coming from a MAC
+// address it may not use, is not throttled out of its own logins.
 func (a *Authenticator) refuseRightPassword(ctx context.Context, t loginTarget, hash, client string, refusal error) error {
 	err := t.update(ctx, func(acc account) error {
 		if *acc.hash == hash {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -52,6 +53,34 @@ func TestMACPolicy(t *testing.T) {
 				t.Errorf("wrong password from another MAC: %v, want ErrInvalidCredentials", err)
 			}
 		})
+	}
+}
+
+// TestRefusedMACIsNoFailure checks that a right password refused for its
+// MAC address is not counted against the host: ten refusals from one
+// address leave it free to log in from its registered MAC.
+func TestRefusedMACIsNoFailure(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	store := NewMemoryStore()
+	a := quickAuth(t, store, clock, func(c *Config) { c.RefuseMACChange = true })
+	ctx := WithClientAddr(context.Background(), netip.MustParseAddr("192.0.2.7"))
+	if err := a.CreateHost(ctx, "host-1", "aa:bb:cc:dd:ee:01", "right password"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := a.LoginHost(ctx, "host-1", "aa:bb:cc:dd:ee:02", "right password"); !errors.Is(err, ErrForbidden) {
+			t.Fatalf("refused MAC, attempt %d: %v, want ErrForbidden", i+1, err)
+		}
+	}
+	h, err := store.GetHost(ctx, "host-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.PasswordFailures != 0 {
+		t.Errorf("after ten refused MAC addresses the host has %d failures, want 0", h.PasswordFailures)
+	}
+	if _, err := a.LoginHost(ctx, "host-1", "aa:bb:cc:dd:ee:01", "right password"); err != nil {
+		t.Errorf("login from the registered MAC after the refusals: %v", err)
 	}
 }
 
