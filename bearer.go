@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/maypok86/otter/v2"
+	"github.com/maypok86/otter/v2/stats"
 )
 
 // CheckBearer checks one bearer credential: the master key, or a user, host
@@ -127,6 +128,9 @@ func newTokenCache(size int, now func() time.Time) *tokenCache {
 	}
 	return &tokenCache{c: otter.Must(&otter.Options[tokenDigest, Principal]{
 		MaximumSize: size,
+		// The counter is striped across CPUs, so concurrent readers
+		// seldom write the same word to count their hits.
+		StatsRecorder: stats.NewCounter(),
 		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[tokenDigest, Principal]) time.Duration {
 			return e.Value.ExpiresAt.Sub(now())
 		}),
@@ -234,6 +238,10 @@ type statusCache[V any] struct {
 	c      *otter.Cache[accountKey, statusEntry[V]]
 	seed   maphash.Seed
 	epochs *[statusEpochs]atomic.Uint64
+	// counts holds how many calls of get an entry answered (hits) and how
+	// many read the Store (misses). get counts them rather than otter,
+	// which would count as a hit an entry that get refuses as stale.
+	counts *stats.Counter
 }
 
 // newStatusCache returns a cache that keeps up to size accounts for up to
@@ -245,6 +253,7 @@ func newStatusCache[V any](ttl time.Duration, size int, load func(context.Contex
 	}
 	c.seed = maphash.MakeSeed()
 	c.epochs = new([statusEpochs]atomic.Uint64)
+	c.counts = stats.NewCounter()
 	c.c = otter.Must(&otter.Options[accountKey, statusEntry[V]]{
 		MaximumSize: size,
 		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[accountKey, statusEntry[V]]) time.Duration {
@@ -267,8 +276,10 @@ func (c *statusCache[V]) get(ctx context.Context, k accountKey, now time.Time) (
 	}
 	epoch := c.epoch(k).Load()
 	if e, ok := c.c.GetIfPresent(k); ok && e.epoch == epoch && !now.Before(e.fetched) && now.Before(e.until) {
+		c.counts.RecordHits(1)
 		return e.v, nil
 	}
+	c.counts.RecordMisses(1)
 	v, err := c.load(ctx, k)
 	if err != nil {
 		return v, err

@@ -82,7 +82,7 @@ type adminAPI struct {
 func (a *adminAPI) masterOnly(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p, ok := nmauth.FromContext(r.Context()); !ok || p.Kind != nmauth.KindMaster {
-			writeAdminError(w, http.StatusForbidden, "the admin routes need the master key")
+			a.writeError(w, http.StatusForbidden, "the admin routes need the master key")
 			return
 		}
 		next(w, r)
@@ -90,17 +90,17 @@ func (a *adminAPI) masterOnly(next http.HandlerFunc) http.Handler {
 }
 
 // pageQuery reads ?after= and ?limit=, or answers 400 and returns false.
-func pageQuery(w http.ResponseWriter, r *http.Request) (after string, limit int, ok bool) {
+func (a *adminAPI) pageQuery(w http.ResponseWriter, r *http.Request) (after string, limit int, ok bool) {
 	q := r.URL.Query()
 	after, limit = q.Get("after"), defaultAdminPage
 	if len(after) > maxCursor {
-		writeAdminError(w, http.StatusBadRequest, "after is too long")
+		a.writeError(w, http.StatusBadRequest, "after is too long")
 		return "", 0, false
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > maxAdminPage {
-			writeAdminError(w, http.StatusBadRequest, "limit must be a whole number from 1 to "+strconv.Itoa(maxAdminPage))
+			a.writeError(w, http.StatusBadRequest, "limit must be a whole number from 1 to "+strconv.Itoa(maxAdminPage))
 			return "", 0, false
 		}
 		limit = n
@@ -109,7 +109,7 @@ func pageQuery(w http.ResponseWriter, r *http.Request) (after string, limit int,
 }
 
 func (a *adminAPI) listUsers(w http.ResponseWriter, r *http.Request) {
-	after, limit, ok := pageQuery(w, r)
+	after, limit, ok := a.pageQuery(w, r)
 	if !ok {
 		return
 	}
@@ -138,7 +138,7 @@ func (a *adminAPI) listUsers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *adminAPI) listHosts(w http.ResponseWriter, r *http.Request) {
-	after, limit, ok := pageQuery(w, r)
+	after, limit, ok := a.pageQuery(w, r)
 	if !ok {
 		return
 	}
@@ -205,7 +205,7 @@ func (a *adminAPI) act(w http.ResponseWriter, r *http.Request, done string, err 
 		a.fail(w, r, err)
 		return
 	}
-	writeAdminJSON(w, nmauth.Envelope{Code: http.StatusOK, Message: done})
+	a.auth.WriteResponse(w, http.StatusOK, done, nil)
 }
 
 // fail answers the error of a listing or a change: 400 for a malformed
@@ -214,35 +214,35 @@ func (a *adminAPI) act(w http.ResponseWriter, r *http.Request, done string, err 
 func (a *adminAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, nmauth.ErrInvalidUsername):
-		writeAdminError(w, http.StatusBadRequest, "invalid username")
+		a.writeError(w, http.StatusBadRequest, "invalid username")
 	case errors.Is(err, nmauth.ErrInvalidHost):
-		writeAdminError(w, http.StatusBadRequest, "invalid host id")
+		a.writeError(w, http.StatusBadRequest, "invalid host id")
 	case errors.Is(err, nmauth.ErrNotFound):
-		writeAdminError(w, http.StatusNotFound, "no such account")
+		a.writeError(w, http.StatusNotFound, "no such account")
 	case errors.Is(err, nmauth.ErrStoreUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		w.Header().Set("Retry-After", "1")
-		writeAdminError(w, http.StatusServiceUnavailable, "service unavailable, try again later")
+		a.writeError(w, http.StatusServiceUnavailable, "service unavailable, try again later")
 	default:
+		// The route's pattern, not its path, which holds the account's name.
 		a.log.LogAttrs(r.Context(), slog.LevelError, "admin request failed",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("err", err.Error()))
-		writeAdminError(w, http.StatusInternalServerError, "internal error")
+			slog.String("route", r.Pattern), slog.String("err", err.Error()))
+		a.writeError(w, http.StatusInternalServerError, "internal error")
 	}
 }
 
-// writeAdminError answers the error envelope {"code", "message"}. It is the
-// one place the admin routes write an error.
-func writeAdminError(w http.ResponseWriter, status int, message string) {
-	writeAdminStatus(w, status, nmauth.Envelope{Code: status, Message: message})
+// writeError answers an error in the envelope of the Authenticator's wire
+// profile, as the library's own errors and the 401 of its middleware are.
+// It is the one place the admin routes write an error.
+func (a *adminAPI) writeError(w http.ResponseWriter, status int, message string) {
+	a.auth.WriteResponse(w, status, message, nil)
 }
 
+// writeAdminJSON answers a listing, a JSON object of its own in both
+// profiles.
 func writeAdminJSON(w http.ResponseWriter, v any) {
-	writeAdminStatus(w, http.StatusOK, v)
-}
-
-func writeAdminStatus(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
+	w.WriteHeader(http.StatusOK)
 	json.NewEncoder(w).Encode(v)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +23,7 @@ import (
 // database, served on a loopback port.
 type adminServer struct {
 	t    *testing.T
+	wire nmauth.WireProfile
 	url  string
 	auth *nmauth.Authenticator
 	db   *database
@@ -32,6 +32,12 @@ type adminServer struct {
 const adminTestPassword = "correct horse battery"
 
 func newAdminServer(t *testing.T, users, hosts []string) *adminServer {
+	t.Helper()
+	return newAdminServerIn(t, nmauth.WireSpec, users, hosts)
+}
+
+// newAdminServerIn is newAdminServer answering in the wire profile wire.
+func newAdminServerIn(t *testing.T, wire nmauth.WireProfile, users, hosts []string) *adminServer {
 	t.Helper()
 	ctx := context.Background()
 	db, err := openDatabase(ctx, filepath.Join(t.TempDir(), "nmauth.db"))
@@ -43,7 +49,7 @@ func newAdminServer(t *testing.T, users, hosts []string) *adminServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := nmauth.New(nmauth.Config{Store: db, Secrets: [][]byte{bytes.Repeat([]byte{9}, 32)}, MasterKey: mk})
+	auth, err := nmauth.New(nmauth.Config{Store: db, Secrets: [][]byte{bytes.Repeat([]byte{9}, 32)}, MasterKey: mk, Wire: wire})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,41 +63,24 @@ func newAdminServer(t *testing.T, users, hosts []string) *adminServer {
 			t.Fatal(err)
 		}
 	}
-	mux := newMux(auth, nmauth.WireSpec)
+	mux := newMux(auth, wire)
 	addAdminRoutes(mux, auth, db, slog.New(slog.DiscardHandler))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &adminServer{t: t, url: srv.URL, auth: auth, db: db}
+	return &adminServer{t: t, wire: wire, url: srv.URL, auth: auth, db: db}
 }
 
-// admin sends one request to an admin route. The admin routes are not in
-// the OpenAPI document yet, so unlike callURL this checks nothing against
-// it.
+// admin sends one request to an admin route and checks the exchange
+// against the document of the server's profile.
 func (s *adminServer) admin(method, path, bearer string) reply {
 	s.t.Helper()
-	req, err := http.NewRequest(method, s.url+path, nil)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	return callURL(s.t, s.wire, method, s.url+path, bearer, nil)
 }
 
 // login tries a user login and returns its status and token.
 func (s *adminServer) login(name, password string) (int, string) {
 	s.t.Helper()
-	r := callURL(s.t, nmauth.WireSpec, "POST", s.url+"/api/users/adm/authenticate", "",
+	r := callURL(s.t, s.wire, "POST", s.url+"/api/users/adm/authenticate", "",
 		map[string]string{"username": name, "password": password})
 	if r.status != http.StatusOK {
 		return r.status, ""
@@ -421,5 +410,46 @@ func TestAdminAPIDisableEnableReset(t *testing.T) {
 	decode[envelope[any]](t, s.admin("POST", "/api/admin/hosts/host-1/enable", testMasterKey), http.StatusOK)
 	if st := hostLoginStatus(); st != http.StatusOK {
 		t.Errorf("login of the enabled host: %d, want 200", st)
+	}
+}
+
+// TestAdminAPINetmakerProfile: in the Netmaker profile the admin routes
+// answer their changes and errors in Netmaker's envelope, as its other
+// routes do, the 401 of the middleware included, and every exchange
+// matches the Netmaker document.
+func TestAdminAPINetmakerProfile(t *testing.T) {
+	s := newAdminServerIn(t, nmauth.WireNetmaker, []string{"alice", "bob"}, nil)
+	_, userToken := s.login("alice", adminTestPassword)
+	if userToken == "" {
+		t.Fatal("alice could not log in")
+	}
+	cases := []struct {
+		method, path, bearer string
+		status               int
+	}{
+		{"GET", "/api/admin/users", "", http.StatusUnauthorized},
+		{"GET", "/api/admin/users", userToken, http.StatusForbidden},
+		{"GET", "/api/admin/users?limit=0", testMasterKey, http.StatusBadRequest},
+		{"POST", "/api/admin/users/nobody/disable", testMasterKey, http.StatusNotFound},
+		{"POST", "/api/admin/users/bob/disable", testMasterKey, http.StatusOK},
+	}
+	for _, tc := range cases {
+		r := s.admin(tc.method, tc.path, tc.bearer)
+		if r.status != tc.status {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, r.status, r.body, tc.status)
+			continue
+		}
+		var e map[string]any
+		if err := json.Unmarshal(r.body, &e); err != nil {
+			t.Fatalf("%s %s: %s is not JSON", tc.method, tc.path, r.body)
+		}
+		code, _ := e["Code"].(float64)
+		msg, _ := e["Message"].(string)
+		if int(code) != tc.status || msg == "" || len(e) != 3 {
+			t.Errorf("%s %s: %s, want Netmaker's envelope with Code %d", tc.method, tc.path, r.body, tc.status)
+		}
+	}
+	if u := s.users(); !u["bob"].Disabled || u["alice"].Disabled {
+		t.Errorf("after disabling bob: %+v", u)
 	}
 }

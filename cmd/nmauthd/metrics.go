@@ -173,6 +173,40 @@ func (m *metrics) handler(next http.Handler) http.Handler {
 	})
 }
 
+// observeAuthenticator adds what auth reports of itself: its
+// password-hash queue, and the lookups and entries of the two caches of
+// its bearer check. A scrape reads each series with one call of
+// auth.Stats, which takes no lock and allocates nothing.
+func (m *metrics) observeAuthenticator(auth *nmauth.Authenticator) {
+	gauge := func(name, help string, labels prometheus.Labels, read func(nmauth.Stats) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(read(auth.Stats())) })
+	}
+	const lookupsHelp = "Lookups of the bearer check's caches, by cache and result: a token hit spares a token's signature check, a status hit spares a Store read of the account."
+	lookups := func(cache, result string, read func(nmauth.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "nmauthd_bearer_cache_requests_total",
+			Help:        lookupsHelp,
+			ConstLabels: prometheus.Labels{"cache": cache, "result": result},
+		}, func() float64 { return float64(read(auth.Stats())) })
+	}
+	const entriesHelp = "Entries held by the bearer check's caches, an estimate, by cache: token or status."
+	m.registry.MustRegister(
+		gauge("nmauthd_password_hash_slots_in_use", "Password hashes and verifications running now.", nil,
+			func(s nmauth.Stats) int { return s.PasswordHashesRunning }),
+		gauge("nmauthd_password_hash_waiting", "Logins and password changes waiting for a hashing slot now.", nil,
+			func(s nmauth.Stats) int { return s.PasswordHashesWaiting }),
+		lookups("token", "hit", func(s nmauth.Stats) uint64 { return s.TokenCache.Hits }),
+		lookups("token", "miss", func(s nmauth.Stats) uint64 { return s.TokenCache.Misses }),
+		lookups("status", "hit", func(s nmauth.Stats) uint64 { return s.StatusCache.Hits }),
+		lookups("status", "miss", func(s nmauth.Stats) uint64 { return s.StatusCache.Misses }),
+		gauge("nmauthd_bearer_cache_entries", entriesHelp, prometheus.Labels{"cache": "token"},
+			func(s nmauth.Stats) int { return s.TokenCache.Size }),
+		gauge("nmauthd_bearer_cache_entries", entriesHelp, prometheus.Labels{"cache": "status"},
+			func(s nmauth.Stats) int { return s.StatusCache.Size }),
+	)
+}
+
 // serveMux answers GET /metrics on the metrics listener.
 func (m *metrics) serveMux() *http.ServeMux {
 	mux := http.NewServeMux()

@@ -89,6 +89,15 @@ func TestMetrics(t *testing.T) {
 		{"nmauthd_audit_events_total", map[string]string{"type": "totp.enabled"}, 1},
 		{"nmauthd_store_errors_total", map[string]string{"op": "UpdateUser"}, 0},
 		{"nmauthd_store_errors_total", map[string]string{"op": "GetHost"}, 0},
+		// Every login has finished: no hash runs or waits.
+		{"nmauthd_password_hash_slots_in_use", nil, 0},
+		{"nmauthd_password_hash_waiting", nil, 0},
+		// The user token was checked twice, at init-totp and at
+		// complete-totp: parsed the first time, found in the cache the
+		// second. The pre-auth token is checked by verify-totp alone.
+		{"nmauthd_bearer_cache_requests_total", map[string]string{"cache": "token", "result": "miss"}, 1},
+		{"nmauthd_bearer_cache_requests_total", map[string]string{"cache": "token", "result": "hit"}, 1},
+		{"nmauthd_bearer_cache_entries", map[string]string{"cache": "token"}, 1},
 	}
 	for _, w := range want {
 		got, ok := sample(fams[w.family], w.labels)
@@ -97,6 +106,14 @@ func TestMetrics(t *testing.T) {
 		} else if got != w.value {
 			t.Errorf("%s%v = %v, want %v", w.family, w.labels, got, w.value)
 		}
+	}
+	// The two checks of the user token asked for the user's standing: the
+	// first read the Store; the second found it cached unless the entry,
+	// which lives one to two seconds, had expired in between.
+	statusMiss, okMiss := sample(fams["nmauthd_bearer_cache_requests_total"], map[string]string{"cache": "status", "result": "miss"})
+	statusHit, okHit := sample(fams["nmauthd_bearer_cache_requests_total"], map[string]string{"cache": "status", "result": "hit"})
+	if !okMiss || !okHit || statusMiss < 1 || statusMiss+statusHit != 2 {
+		t.Errorf("status cache: %v misses, %v hits; want 2 lookups, the first a miss", statusMiss, statusHit)
 	}
 	// Each login, code check and enrollment reads or updates the store.
 	for _, op := range []string{"UpdateUser", "UpdateHost"} {
@@ -107,7 +124,7 @@ func TestMetrics(t *testing.T) {
 }
 
 // sample returns the value of the series of f with exactly these labels:
-// a counter's value, or a histogram's count of observations.
+// a counter's or gauge's value, or a histogram's count of observations.
 func sample(f *dto.MetricFamily, labels map[string]string) (float64, bool) {
 	if f == nil {
 		return 0, false
@@ -127,6 +144,9 @@ func sample(f *dto.MetricFamily, labels map[string]string) (float64, bool) {
 		}
 		if h := m.GetHistogram(); h != nil {
 			return float64(h.GetSampleCount()), true
+		}
+		if g := m.GetGauge(); g != nil {
+			return g.GetValue(), true
 		}
 		return m.GetCounter().GetValue(), true
 	}

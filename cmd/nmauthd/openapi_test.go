@@ -32,7 +32,10 @@ func TestOpenAPIServed(t *testing.T) {
 	routes := []string{"/api/hosts/adm/authenticate:", "/api/users/adm/authenticate:",
 		"/api/users/{username}/auth/init-totp:", "/api/users/{username}/auth/complete-totp:",
 		"/api/users/{username}/auth/verify-totp:", "/api/nodes/{network}/authenticate:",
-		"/api/whoami:", "/healthz:", "/readyz:", "/openapi.yaml:"}
+		"/api/whoami:", "/healthz:", "/readyz:", "/openapi.yaml:",
+		"/api/admin/users:", "/api/admin/hosts:", "/api/admin/users/{username}/disable:",
+		"/api/admin/users/{username}/enable:", "/api/admin/users/{username}/totp-reset:",
+		"/api/admin/hosts/{id}/disable:", "/api/admin/hosts/{id}/enable:"}
 	const netmakerOnly = "/api/nodes/adm/{network}/authenticate:"
 	served := map[nmauth.WireProfile]string{}
 	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {

@@ -135,6 +135,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	}
 	defer b.db.Close()
 	if m != nil {
+		m.observeAuthenticator(b.auth)
 		stop, err := startMetrics(o, m, c.log)
 		if err != nil {
 			return err

@@ -42,15 +42,23 @@
       // Not JSON: a proxy's page, say; its text serves as the message.
     }
     if (!resp.ok) {
-      const msg = data && typeof data.message === "string" && data.message !== ""
-        ? data.message
-        : text.trim().slice(0, 200) || resp.statusText || "no message";
+      const msg = envelopeMessage(data) || text.trim().slice(0, 200) || resp.statusText || "no message";
       throw new ApiError(resp.status, msg, resp.headers.get("Retry-After"));
     }
     if (data === null || typeof data !== "object") {
       throw new ApiError(resp.status, "the answer is not a JSON object");
     }
     return data;
+  }
+
+  // envelopeMessage is the message of an envelope of either wire profile:
+  // "message" in the spec's, "Message" in Netmaker's; "" when there is none.
+  function envelopeMessage(data) {
+    if (data === null || typeof data !== "object") return "";
+    for (const key of ["message", "Message"]) {
+      if (typeof data[key] === "string" && data[key] !== "") return data[key];
+    }
+    return "";
   }
 
   function say(text, kind) {
@@ -391,7 +399,7 @@
       const r = await api("POST", "/api/admin/" + kind + "/" + encodeURIComponent(name) + "/" + action,
         { bearer: adminKey });
       await loadAdminPage(kind, adminPages[kind].after);
-      say((kind === "users" ? "User " : "Host ") + name + ": " + (r.message || action) + ".", "ok");
+      say((kind === "users" ? "User " : "Host ") + name + ": " + (envelopeMessage(r) || action) + ".", "ok");
     });
   }
 

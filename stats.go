@@ -1,0 +1,74 @@
+package nmauth
+
+// Stats is what an [Authenticator] reports of its load, for metrics: the
+// password-hash queue and the two caches of the bearer check. Counts only
+// grow; the other fields are gauges.
+type Stats struct {
+	// PasswordHashesRunning is how many password hashes and verifications
+	// hold a slot now, at most the bound [Config.PasswordHashConcurrency]
+	// sets.
+	PasswordHashesRunning int
+	// PasswordHashesWaiting is how many callers wait for a slot now, at
+	// most the bound [Config.PasswordHashQueue] sets. A caller that finds the queue full
+	// is refused with an [*OverloadedError] and is not counted.
+	PasswordHashesWaiting int
+	// TokenCache is the cache of bearer tokens that verified. A hit spares
+	// the token's parse and signature check; every other credential
+	// [Authenticator.CheckBearer] is given, the master key included, is a
+	// miss.
+	TokenCache CacheStats
+	// StatusCache is the cache of accounts' standing. A hit answers the
+	// bearer check's question whether a user or host is still active
+	// without reading the Store; a miss reads the Store.
+	StatusCache CacheStats
+}
+
+// CacheStats describes one cache of an [Authenticator]. All its fields
+// stay zero while the cache is disabled.
+type CacheStats struct {
+	// Hits and Misses count the lookups since [New].
+	Hits, Misses uint64
+	// Size is the number of entries the cache holds, an estimate while
+	// entries are being added or expire.
+	Size int
+}
+
+// Stats returns a snapshot of the Authenticator's password-hash queue and
+// caches. It takes no lock and allocates nothing, so it may be called on
+// every scrape; under load its fields are read one after another rather
+// than at one instant.
+func (a *Authenticator) Stats() Stats {
+	running, waiting := a.hasher.load()
+	return Stats{
+		PasswordHashesRunning: running,
+		PasswordHashesWaiting: waiting,
+		TokenCache:            a.tokens.stats(),
+		StatusCache:           a.status.stats(),
+	}
+}
+
+// load returns how many callers hold a slot and how many wait for one. A
+// caller holds a ticket from before it waits until after it releases its
+// slot, so the callers with a ticket but no slot are the ones waiting.
+func (h *passwordHasher) load() (running, waiting int) {
+	running = len(h.slots)
+	// A slot released between the two reads makes tickets the smaller.
+	waiting = max(len(h.tickets)-running, 0)
+	return running, waiting
+}
+
+func (c *tokenCache) stats() CacheStats {
+	if c.c == nil {
+		return CacheStats{}
+	}
+	s := c.c.Stats()
+	return CacheStats{Hits: s.Hits, Misses: s.Misses, Size: c.c.EstimatedSize()}
+}
+
+func (c *statusCache[V]) stats() CacheStats {
+	if c.c == nil {
+		return CacheStats{}
+	}
+	s := c.counts.Snapshot()
+	return CacheStats{Hits: s.Hits, Misses: s.Misses, Size: c.c.EstimatedSize()}
+}
