@@ -159,12 +159,14 @@ func BenchmarkFleetCacheMemory(b *testing.B) {
 	store := NewMemoryStore()
 	minter := fleetAuth(b, store, nil)
 	tokens := make([]string, hosts)
+	// Every host is created at generation 0, the generation of its token.
+	hostGeneration := uint64(0)
 	for i := range tokens {
 		id := fmt.Sprintf("host-%07d", i)
 		if err := store.CreateHost(ctx, Host{ID: id, PasswordHash: "unused"}); err != nil {
 			b.Fatal(err)
 		}
-		tok, _, err := minter.minter.mint(mintArgs{kind: kindHost, subject: id, issuedAt: minter.now(), ttl: fleetTokenTTL})
+		tok, _, err := minter.minter.mint(mintArgs{kind: kindHost, subject: id, issuedAt: minter.now(), ttl: fleetTokenTTL, generation: &hostGeneration})
 		if err != nil {
 			b.Fatal(err)
 		}
