@@ -71,10 +71,11 @@ type Config struct {
 	StatusCacheSize int
 	// TokenCacheSize bounds how many verified tokens the bearer check
 	// remembers, each until its token expires; past it the tokens least
-	// likely to be presented again are dropped one by one. Defaults to
-	// 200000, which holds the tokens of a fleet of 100000 hosts, each with
-	// the token it uses and the one it logs in for next; a negative value
-	// disables the cache.
+	// likely to be presented again are dropped one by one. A token is
+	// remembered from its second check on, so that tokens presented once
+	// never displace those presented again. Defaults to 200000, which holds
+	// the tokens of a fleet of 100000 hosts, each with the token it uses
+	// and the one it logs in for next; a negative value disables the cache.
 	TokenCacheSize int
 
 	// ClientRate is how many login and verify-totp attempts per second
@@ -212,8 +213,8 @@ type Principal struct {
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 
 	// generation is the account generation the token was minted under;
-	// nil for the master key and for node tokens bound to no host.
-	generation *uint64
+	// absent for the master key and for node tokens bound to no host.
+	generation generationClaim
 }
 
 type principalKey struct{}

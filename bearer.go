@@ -3,6 +3,7 @@ package nmauth
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -70,7 +71,7 @@ func (a *Authenticator) checkStanding(ctx context.Context, p Principal, now time
 	switch {
 	case p.Kind == KindUser:
 		k = accountKey{kind: KindUser, name: p.Name}
-	case p.Kind == KindHost, p.Kind == KindNode && p.generation != nil:
+	case p.Kind == KindHost, p.Kind == KindNode && p.generation.present:
 		k = accountKey{kind: KindHost, name: p.Name}
 	case p.Kind == KindNode && a.cfg.NodeTokenValid != nil:
 		return a.checkNodeToken(ctx, p)
@@ -113,10 +114,15 @@ type tokenDigest [sha256.Size]byte
 //
 // It is an otter cache: reads take no lock that other readers wait for,
 // inserting and evicting cost the same whatever its size, and when it is
-// full it drops the entries least likely to be read again (W-TinyLFU), so
-// a fleet larger than the cache costs a parse per miss and no more.
+// full it drops the entries least likely to be read again (W-TinyLFU).
+// A token is stored on its second verification, not its first: the
+// doorkeeper remembers the tokens seen once lately, so that a fleet larger
+// than the cache, whose tokens come back only after the cache has
+// forgotten them, costs a parse per check and not also an insertion and an
+// eviction.
 type tokenCache struct {
-	c *otter.Cache[tokenDigest, Principal]
+	c    *otter.Cache[tokenDigest, Principal]
+	door *doorkeeper
 }
 
 // newTokenCache returns a cache of at most size tokens, or one that holds
@@ -126,19 +132,22 @@ func newTokenCache(size int, now func() time.Time) *tokenCache {
 	if size <= 0 {
 		return &tokenCache{}
 	}
-	return &tokenCache{c: otter.Must(&otter.Options[tokenDigest, Principal]{
-		MaximumSize: size,
-		// The counter is striped across CPUs, so concurrent readers
-		// seldom write the same word to count their hits.
-		StatsRecorder: stats.NewCounter(),
-		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[tokenDigest, Principal]) time.Duration {
-			return e.Value.ExpiresAt.Sub(now())
+	return &tokenCache{
+		c: otter.Must(&otter.Options[tokenDigest, Principal]{
+			MaximumSize: size,
+			// The counter is striped across CPUs, so concurrent readers
+			// seldom write the same word to count their hits.
+			StatsRecorder: stats.NewCounter(),
+			ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[tokenDigest, Principal]) time.Duration {
+				return e.Value.ExpiresAt.Sub(now())
+			}),
 		}),
-	})}
+		door: newDoorkeeper(size),
+	}
 }
 
 // get returns the token's digest, for put, and its principal if the token
-// verified before. A disabled cache spends no hash.
+// is in the cache. A disabled cache spends no hash.
 func (c *tokenCache) get(token string) (tokenDigest, Principal, bool) {
 	if c.c == nil {
 		return tokenDigest{}, Principal{}, false
@@ -150,12 +159,61 @@ func (c *tokenCache) get(token string) (tokenDigest, Principal, bool) {
 	return d, p, ok
 }
 
-// put remembers the principal of a token that verified, until it expires.
+// put remembers the principal of a token that verified, until it expires,
+// if the token verified once before lately; otherwise it notes the token
+// in the doorkeeper only.
 func (c *tokenCache) put(d tokenDigest, p Principal, now time.Time) {
-	if c.c == nil || !now.Before(p.ExpiresAt) {
+	if c.c == nil || !now.Before(p.ExpiresAt) || !c.door.admit(&d) {
 		return
 	}
 	c.c.Set(d, p)
+}
+
+// doorkeeper is a Bloom filter of the token digests seen lately: it
+// answers whether a digest was added since it last cleared itself, which
+// it does after as many additions as the cache has room for. It may answer
+// yes for a digest never added (about once in 200 when full, at worst), which costs
+// a cache entry; and no for one added before it cleared, which costs one
+// more parse. It never decides whether a token is accepted.
+type doorkeeper struct {
+	bits  []atomic.Uint64
+	mask  uint64
+	limit int64
+	added atomic.Int64
+}
+
+// doorkeeperHashes is how many bits a digest sets; it spends at least 16
+// bits per digest.
+const doorkeeperHashes = 3
+
+// newDoorkeeper returns a doorkeeper for a cache of size tokens.
+func newDoorkeeper(size int) *doorkeeper {
+	nbits := uint64(64)
+	for nbits < 16*uint64(size) {
+		nbits <<= 1
+	}
+	return &doorkeeper{bits: make([]atomic.Uint64, nbits/64), mask: nbits - 1, limit: int64(size)}
+}
+
+// admit reports whether d was added since the doorkeeper last cleared, and
+// adds it. The digest is SHA-256, so its words serve as the hashes.
+func (k *doorkeeper) admit(d *tokenDigest) bool {
+	seen := true
+	for i := range doorkeeperHashes {
+		bit := binary.LittleEndian.Uint64(d[8*i:]) & k.mask
+		w, m := &k.bits[bit/64], uint64(1)<<(bit%64)
+		if w.Load()&m == 0 {
+			seen = false
+			w.Or(m)
+		}
+	}
+	if !seen && k.added.Add(1) == k.limit {
+		for i := range k.bits {
+			k.bits[i].Store(0)
+		}
+		k.added.Store(0)
+	}
+	return seen
 }
 
 // accountStatus is what the bearer check needs to know of an account. It
@@ -168,7 +226,7 @@ type accountStatus struct {
 // admits reports whether an account in this standing accepts p's token:
 // one minted under the account's current generation.
 func (st accountStatus) admits(p Principal) bool {
-	return st.active && p.generation != nil && *p.generation == st.generation
+	return st.active && p.generation.present && p.generation.value == st.generation
 }
 
 // loadStatus returns the function that reads an account's standing from s.

@@ -35,6 +35,10 @@ import (
 // fleetMax is the largest fleet the benchmarks build.
 var fleetMax = flag.Int("fleet.max", 1_000_000, "largest fleet size the Fleet benchmarks build")
 
+// fleetRounds is how many times BenchmarkFleetStore measures each
+// operation at each size, the operations taking turns.
+var fleetRounds = flag.Int("fleet.rounds", 5, "rounds of BenchmarkFleetStore's operations at each size")
+
 type fleetSize struct {
 	name string
 	n    int
@@ -147,7 +151,7 @@ func BenchmarkFleetBearerParallel(b *testing.B) {
 
 // BenchmarkFleetCacheMemory reports the heap that the bearer caches take
 // for a fleet of 100k hosts, each with one live host token: the token
-// cache and the status cache, after every token was checked once. It
+// cache and the status cache, after every token was checked twice. It
 // reports cache-MiB, the growth of the live heap, and B/token.
 func BenchmarkFleetCacheMemory(b *testing.B) {
 	ctx := context.Background()
@@ -155,12 +159,14 @@ func BenchmarkFleetCacheMemory(b *testing.B) {
 	store := NewMemoryStore()
 	minter := fleetAuth(b, store, nil)
 	tokens := make([]string, hosts)
+	// Every host is created at generation 0, the generation of its token.
+	hostGeneration := uint64(0)
 	for i := range tokens {
 		id := fmt.Sprintf("host-%07d", i)
 		if err := store.CreateHost(ctx, Host{ID: id, PasswordHash: "unused"}); err != nil {
 			b.Fatal(err)
 		}
-		tok, _, err := minter.minter.mint(mintArgs{kind: kindHost, subject: id, issuedAt: minter.now(), ttl: fleetTokenTTL})
+		tok, _, err := minter.minter.mint(mintArgs{kind: kindHost, subject: id, issuedAt: minter.now(), ttl: fleetTokenTTL, generation: &hostGeneration})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -178,12 +184,15 @@ func BenchmarkFleetCacheMemory(b *testing.B) {
 	b.ReportMetric(float64(grown)/hosts, "B/token")
 }
 
-// checkAll checks every token once, so that the caches hold them.
+// checkAll checks every token twice, so that the caches hold them: the
+// token cache takes a token on its second check.
 func checkAll(b *testing.B, a *Authenticator, tokens []string) {
 	b.Helper()
-	for _, tok := range tokens {
-		if _, err := a.CheckBearer(context.Background(), tok); err != nil {
-			b.Fatal(err)
+	for range 2 {
+		for _, tok := range tokens {
+			if _, err := a.CheckBearer(context.Background(), tok); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }
@@ -199,7 +208,9 @@ func liveHeap() uint64 {
 
 // BenchmarkFleetStore measures login, whoami and verify-totp over SQL
 // stores seeded with 1k, 10k, 100k and 1M users and as many hosts, each
-// size grown from the one before. whoami checks user tokens of 1024
+// size grown from the one before. At each size, after an untimed warm-up,
+// the three operations take turns for -fleet.rounds rounds, each round a
+// benchmark of its own (SIZE/OP/rN). whoami checks user tokens of 1024
 // accounts spread over the whole table, round-robin, with the status cache
 // off, so every check reads the account from the store. PostgreSQL runs
 // when NMAUTH_TEST_POSTGRES names a server.
@@ -239,31 +250,45 @@ func benchFleetStore(b *testing.B, db *sql.DB, store *SQLStore, d Dialect) {
 		for i := range names {
 			names[i] = fleetUserName(rand.IntN(size.n))
 		}
-		b.Run(size.name+"/login", func(b *testing.B) {
-			for i := range b.N {
-				if _, err := a.LoginUser(ctx, names[i%len(names)], benchPassword); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 		tokens := make([]string, len(names))
+		seededGeneration := uint64(0)
 		for i, name := range names {
-			if tokens[i], _, err = a.minter.mint(mintArgs{kind: kindUser, subject: name, issuedAt: clock.Now(), ttl: fleetTokenTTL}); err != nil {
+			if tokens[i], _, err = a.minter.mint(mintArgs{kind: kindUser, subject: name, issuedAt: clock.Now(), ttl: fleetTokenTTL, generation: &seededGeneration}); err != nil {
 				b.Fatal(err)
 			}
 		}
-		b.Run(size.name+"/whoami", func(b *testing.B) {
-			checkAll(b, a, tokens)
-			b.ResetTimer()
-			for i := range b.N {
-				if _, err := a.CheckBearer(ctx, tokens[i%len(tokens)]); err != nil {
-					b.Fatal(err)
-				}
+		// Warm-up, untimed: the store's pages of these accounts, the
+		// token cache, the connection pool.
+		for i := range names {
+			if _, err := a.LoginUser(ctx, names[i], benchPassword); err != nil {
+				b.Fatal(err)
 			}
-		})
-		b.Run(size.name+"/verify-totp", func(b *testing.B) {
-			benchVerifyTOTP(b, a, clock, totpUsers)
-		})
+			if i == 8 {
+				break
+			}
+		}
+		checkAll(b, a, tokens)
+		// The operations take turns, round after round, so that other load
+		// on the machine falls on each alike; read the median of the rounds.
+		for r := range *fleetRounds {
+			b.Run(fmt.Sprintf("%s/login/r%d", size.name, r+1), func(b *testing.B) {
+				for i := range b.N {
+					if _, err := a.LoginUser(ctx, names[i%len(names)], benchPassword); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("%s/whoami/r%d", size.name, r+1), func(b *testing.B) {
+				for i := range b.N {
+					if _, err := a.CheckBearer(ctx, tokens[i%len(tokens)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("%s/verify-totp/r%d", size.name, r+1), func(b *testing.B) {
+				benchVerifyTOTP(b, a, clock, totpUsers)
+			})
+		}
 	}
 }
 
@@ -277,11 +302,11 @@ func seedFleet(b *testing.B, db *sql.DB, d Dialect, from, to int, hash string) {
 	b.Helper()
 	users := `INSERT INTO nmauth_users (name, password_hash, disabled, totp_secret, totp_last_step,
 	totp_failures, totp_blocked_until, preauth_id, preauth_failures, recovery_codes,
-	password_failures, password_blocked_until, tokens_valid_after, created_at)
-SELECT %s, $3, %s, NULL, 0, 0, 0, '', 0, '[]', 0, 0, 1, 1 FROM %s`
+	password_failures, password_blocked_until, password_clients, generation, created_at)
+SELECT %s, $3, %s, NULL, 0, 0, 0, '', 0, '[]', 0, 0, '[]', 0, 1 FROM %s`
 	hosts := `INSERT INTO nmauth_hosts (id, mac_address, password_hash, disabled,
-	password_failures, password_blocked_until, tokens_valid_after, created_at)
-SELECT %s, '', $3, %s, 0, 0, 1, 1 FROM %s`
+	password_failures, password_blocked_until, password_clients, generation, created_at)
+SELECT %s, '', $3, %s, 0, 0, '[]', 0, 1 FROM %s`
 	var stmts []string
 	switch d {
 	case DialectSQLite:

@@ -70,7 +70,38 @@ type claims struct {
 	// Generation is the account's revocation counter when the token was
 	// minted (see [User.Generation]); user, pre-auth and host tokens must
 	// carry it. Absent from node tokens an application mints itself.
-	Generation *uint64 `json:"gen,omitempty"`
+	Generation generationClaim `json:"gen,omitzero"`
+}
+
+// generationClaim is the gen claim, which a token may lack. It is a value
+// rather than a pointer, so that parsing a token allocates nothing for it
+// and a cached principal holds no pointer for it.
+type generationClaim struct {
+	value uint64
+	// present reports that the token carries the claim.
+	present bool
+}
+
+// IsZero reports an absent claim, which omitzero leaves out.
+func (g generationClaim) IsZero() bool { return !g.present }
+
+func (g generationClaim) MarshalJSON() ([]byte, error) {
+	return strconv.AppendUint(nil, g.value, 10), nil
+}
+
+// UnmarshalJSON reads a non-negative integer; null, as for a pointer,
+// leaves the claim absent.
+func (g *generationClaim) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*g = generationClaim{}
+		return nil
+	}
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return errors.New("nmauth: malformed gen")
+	}
+	*g = generationClaim{value: n, present: true}
+	return nil
 }
 
 // GetIssuedAt implements jwt.Claims with the precise iat.
@@ -234,10 +265,12 @@ func (m *tokenMinter) mint(a mintArgs) (token, jti string, err error) {
 			ExpiresAt: jwt.NewNumericDate(a.issuedAt.Add(a.ttl)),
 			ID:        jti,
 		},
-		IssuedAt:   issuedAt{a.issuedAt},
-		Network:    a.network,
-		TOTP:       a.totp,
-		Generation: a.generation,
+		IssuedAt: issuedAt{a.issuedAt},
+		Network:  a.network,
+		TOTP:     a.totp,
+	}
+	if a.generation != nil {
+		c.Generation = generationClaim{value: *a.generation, present: true}
 	}
 	key := m.ring.signer()
 	t := jwt.NewWithClaims(jwt.SigningMethodHS256, &c)
@@ -312,7 +345,7 @@ func (v *tokenVerifier) verify(token string) (*claims, tokenKind, error) {
 	if kind == kindNode && c.Network == "" {
 		return nil, 0, ErrUnauthenticated
 	}
-	if kind != kindNode && c.Generation == nil {
+	if kind != kindNode && !c.Generation.present {
 		return nil, 0, ErrUnauthenticated
 	}
 	if c.IssuedAt.After(v.now().Add(maxClockSkew)) || c.ExpiresAt.Sub(c.IssuedAt.Time) > v.ttl[kind] {

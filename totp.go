@@ -382,7 +382,7 @@ type secondFactor struct {
 // wrong codes alike.
 func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recovery bool, now time.Time) secondFactor {
 	switch {
-	case u.Disabled, !u.TOTPEnabled(), c.Generation == nil, *c.Generation != u.Generation,
+	case u.Disabled, !u.TOTPEnabled(), !c.Generation.present, c.Generation.value != u.Generation,
 		u.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.PreAuthID), []byte(c.ID)) != 1:
 		return secondFactor{abort: ErrUnauthenticated}
 	case now.Before(u.TOTPBlockedUntil):
