@@ -292,8 +292,9 @@ type UserInfo struct {
 	TOTPEnabled bool
 	// RecoveryCodesLeft is the number of unused recovery codes.
 	RecoveryCodesLeft int
-	// LockedUntil is the end of the account-wide password backoff or of
-	// the TOTP backoff, whichever ends later; zero when neither holds now.
+	// LockedUntil is the latest end among the user's backoffs (the
+	// account-wide password backoff, each client address's, the TOTP
+	// backoff); zero when none holds now.
 	LockedUntil time.Time
 	CreatedAt   time.Time
 }
@@ -305,8 +306,9 @@ type HostInfo struct {
 	// MACAddress is the registered MAC address; empty for none.
 	MACAddress string
 	Disabled   bool
-	// LockedUntil is the end of the account-wide password backoff; zero
-	// when it does not hold now.
+	// LockedUntil is the latest end among the host's backoffs (the
+	// account-wide one and each client address's); zero when none holds
+	// now.
 	LockedUntil time.Time
 	CreatedAt   time.Time
 }
@@ -335,16 +337,12 @@ func (a *Authenticator) ListUsers(ctx context.Context, after string, limit int) 
 	now := a.now()
 	out := make([]UserInfo, len(users))
 	for i, u := range users {
-		locked := u.PasswordBlockedUntil
-		if u.TOTPBlockedUntil.After(locked) {
-			locked = u.TOTPBlockedUntil
-		}
 		out[i] = UserInfo{
 			Name:              u.Name,
 			Disabled:          u.Disabled,
 			TOTPEnabled:       u.TOTPEnabled(),
 			RecoveryCodesLeft: len(u.RecoveryCodes),
-			LockedUntil:       lockedAfter(locked, now),
+			LockedUntil:       lockedUntil(now, u.PasswordClients, u.PasswordBlockedUntil, u.TOTPBlockedUntil),
 			CreatedAt:         u.CreatedAt,
 		}
 	}
@@ -366,17 +364,30 @@ func (a *Authenticator) ListHosts(ctx context.Context, after string, limit int) 
 			ID:          h.ID,
 			MACAddress:  h.MACAddress,
 			Disabled:    h.Disabled,
-			LockedUntil: lockedAfter(h.PasswordBlockedUntil, now),
+			LockedUntil: lockedUntil(now, h.PasswordClients, h.PasswordBlockedUntil),
 			CreatedAt:   h.CreatedAt,
 		}
 	}
 	return out, nil
 }
 
-// lockedAfter is until when it is still in the future at now, else zero.
-func lockedAfter(until, now time.Time) time.Time {
-	if until.After(now) {
-		return until
+// lockedUntil is the latest end among an account's backoffs, the
+// account-wide ones and those of each client address, or the zero time
+// when none lasts beyond now.
+func lockedUntil(now time.Time, clients []ClientFailures, accountWide ...time.Time) time.Time {
+	var last time.Time
+	for _, t := range accountWide {
+		if t.After(last) {
+			last = t
+		}
 	}
-	return time.Time{}
+	for _, c := range clients {
+		if c.BlockedUntil.After(last) {
+			last = c.BlockedUntil
+		}
+	}
+	if !last.After(now) {
+		return time.Time{}
+	}
+	return last
 }

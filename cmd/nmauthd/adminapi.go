@@ -21,13 +21,6 @@ const (
 	maxCursor = 256
 )
 
-// accountLister is what the admin listing reads: nmauthd's database, or
-// any nmauth.Store.
-type accountLister interface {
-	ListUsers(ctx context.Context, after string, limit int) ([]nmauth.User, error)
-	ListHosts(ctx context.Context, after string, limit int) ([]nmauth.Host, error)
-}
-
 // userSummary is what the admin view shows of a user: no hash, sealed
 // secret or recovery-code hash ever leaves the server.
 type userSummary struct {
@@ -54,11 +47,11 @@ type adminPage[T any] struct {
 }
 
 // addAdminRoutes adds the admin API, for the master key only: pages of
-// users and hosts read from store, and disable, enable and TOTP reset made
-// through auth, which revokes the account's tokens and keeps its caches
-// right.
-func addAdminRoutes(mux *http.ServeMux, auth *nmauth.Authenticator, store accountLister, log *slog.Logger) {
-	a := &adminAPI{auth: auth, store: store, log: log}
+// users and hosts without their secrets, and disable, enable and TOTP
+// reset, all made through auth, which keeps its store deadline, revokes the
+// account's tokens and keeps its caches right.
+func addAdminRoutes(mux *http.ServeMux, auth *nmauth.Authenticator, log *slog.Logger) {
+	a := &adminAPI{auth: auth, log: log}
 	handle := func(pattern string, h http.HandlerFunc) {
 		mux.Handle(pattern, auth.Middleware(a.masterOnly(h)))
 	}
@@ -72,9 +65,8 @@ func addAdminRoutes(mux *http.ServeMux, auth *nmauth.Authenticator, store accoun
 }
 
 type adminAPI struct {
-	auth  *nmauth.Authenticator
-	store accountLister
-	log   *slog.Logger
+	auth *nmauth.Authenticator
+	log  *slog.Logger
 }
 
 // masterOnly lets only the master key through; Middleware has already
@@ -114,12 +106,11 @@ func (a *adminAPI) listUsers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// One more than the page tells whether there is a next page.
-	users, err := a.store.ListUsers(r.Context(), after, limit+1)
+	users, err := a.auth.ListUsers(r.Context(), after, limit+1)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	now := time.Now()
 	page := adminPage[userSummary]{Items: []userSummary{}}
 	for i, u := range users {
 		if i == limit {
@@ -129,9 +120,9 @@ func (a *adminAPI) listUsers(w http.ResponseWriter, r *http.Request) {
 		page.Items = append(page.Items, userSummary{
 			Name:              u.Name,
 			Disabled:          u.Disabled,
-			TOTP:              u.TOTPEnabled(),
-			RecoveryCodesLeft: len(u.RecoveryCodes),
-			LockedUntil:       lockedUntil(now, u.PasswordClients, u.PasswordBlockedUntil, u.TOTPBlockedUntil),
+			TOTP:              u.TOTPEnabled,
+			RecoveryCodesLeft: u.RecoveryCodesLeft,
+			LockedUntil:       optionalTime(u.LockedUntil),
 		})
 	}
 	writeAdminJSON(w, page)
@@ -142,12 +133,11 @@ func (a *adminAPI) listHosts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	hosts, err := a.store.ListHosts(r.Context(), after, limit+1)
+	hosts, err := a.auth.ListHosts(r.Context(), after, limit+1)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	now := time.Now()
 	page := adminPage[hostSummary]{Items: []hostSummary{}}
 	for i, h := range hosts {
 		if i == limit {
@@ -158,32 +148,20 @@ func (a *adminAPI) listHosts(w http.ResponseWriter, r *http.Request) {
 			ID:          h.ID,
 			MACAddress:  h.MACAddress,
 			Disabled:    h.Disabled,
-			LockedUntil: lockedUntil(now, h.PasswordClients, h.PasswordBlockedUntil),
+			LockedUntil: optionalTime(h.LockedUntil),
 		})
 	}
 	writeAdminJSON(w, page)
 }
 
-// lockedUntil is the latest end among an account's backoffs, the
-// account-wide ones and those of each client address, or nil when none
-// lasts beyond now.
-func lockedUntil(now time.Time, clients []nmauth.ClientFailures, accountWide ...time.Time) *time.Time {
-	var last time.Time
-	for _, t := range accountWide {
-		if t.After(last) {
-			last = t
-		}
-	}
-	for _, c := range clients {
-		if c.BlockedUntil.After(last) {
-			last = c.BlockedUntil
-		}
-	}
-	if !last.After(now) {
+// optionalTime is t in UTC, or nil for the zero time, which the JSON
+// answer leaves out.
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
 		return nil
 	}
-	last = last.UTC()
-	return &last
+	t = t.UTC()
+	return &t
 }
 
 // userAction answers a change of the user named in the path.

@@ -64,7 +64,7 @@ func newAdminServerIn(t *testing.T, wire nmauth.WireProfile, users, hosts []stri
 		}
 	}
 	mux := newMux(auth, wire)
-	addAdminRoutes(mux, auth, db, slog.New(slog.DiscardHandler))
+	addAdminRoutes(mux, auth, slog.New(slog.DiscardHandler))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &adminServer{t: t, wire: wire, url: srv.URL, auth: auth, db: db}

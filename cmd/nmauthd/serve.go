@@ -157,7 +157,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev,
 		"wire", o.wire, "cors_origins", o.corsOrigins.String())
 	mux := newMux(b.auth, wire)
-	addAdminRoutes(mux, b.auth, b.db, c.log)
+	addAdminRoutes(mux, b.auth, c.log)
 	var h http.Handler = mux
 	if m != nil {
 		h = m.handler(h)
