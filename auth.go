@@ -115,9 +115,11 @@ type Config struct {
 	// the passkey package): a right password of such a user earns a
 	// pre-auth token, as with TOTP on, which the application redeems with
 	// [Authenticator.RedeemPreAuth] once it has checked that factor. It is
-	// asked only once the password is right; an error fails the login as
-	// a Store fault does. Nil leaves TOTP the only second factor.
-	SecondFactor func(ctx context.Context, username string) (bool, error)
+	// asked only once the password is right, with what
+	// [Authenticator.LookupUser] tells of the user then; an error fails
+	// the login as a Store fault does. Nil leaves TOTP the only second
+	// factor.
+	SecondFactor func(ctx context.Context, user UserInfo) (bool, error)
 
 	// NodeTokenValid, when set, is asked by the bearer check about every
 	// node token minted by [Authenticator.IssueNodeToken], after its

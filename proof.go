@@ -12,8 +12,8 @@ import (
 // Authenticator to check a user its own way and then log the user in:
 // whether a pre-auth token may still be redeemed, its trade for a user
 // token on a proof the package checked, a user token for a user it vouches
-// for, what may be told of a user, its events, and the user login's answer
-// in the active wire profile. The Authenticator never imports such a
+// for, what may be told of a user, its events, the reading of a request
+// body, and the user login's answer in the active wire profile. The Authenticator never imports such a
 // package; it asks about it only through [Config.SecondFactor].
 
 // The events of a second factor that the application checked itself and
@@ -152,6 +152,15 @@ func (a *Authenticator) WriteUserLogin(w http.ResponseWriter, login UserLogin) {
 	a.writeAnswer(w, answerUserLogin, login)
 }
 
+// DecodeJSON reads the body of r into v, a pointer to a struct or a
+// [encoding/json.RawMessage], as the handler reads the bodies of its own
+// routes: application/json (else 415), at most [MaxBodyBytes] (else 413),
+// exactly one JSON value with no key given twice, also in another case
+// (else 400). Answer its error with [Authenticator.WriteError].
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return decodeJSON(w, r, v)
+}
+
 // askSecondFactor returns the admit step of a user's password login that
 // asks [Config.SecondFactor] about the user and sets *has to its answer,
 // or nil when there is no such hook.
@@ -160,7 +169,14 @@ func (a *Authenticator) askSecondFactor(name string, has *bool) func(context.Con
 		return nil
 	}
 	return func(ctx context.Context) error {
-		ok, err := a.cfg.SecondFactor(ctx, name)
+		u, err := a.store.GetUser(ctx, name)
+		if errors.Is(err, ErrNotFound) {
+			return nil // deleted since its password was checked: the grant refuses it
+		}
+		if err != nil {
+			return err
+		}
+		ok, err := a.cfg.SecondFactor(ctx, userInfo(u, a.now()))
 		if err != nil {
 			return fmt.Errorf("%w: second factor of %q: %w", ErrStoreUnavailable, name, err)
 		}

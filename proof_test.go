@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ var errNoProof = errors.New("the application's second factor failed")
 // application's.
 func withSecondFactor(has map[string]bool) func(*nmauth.Config) {
 	return func(c *nmauth.Config) {
-		c.SecondFactor = func(_ context.Context, name string) (bool, error) { return has[name], nil }
+		c.SecondFactor = func(_ context.Context, u nmauth.UserInfo) (bool, error) { return has[u.Name], nil }
 	}
 }
 
@@ -30,15 +31,29 @@ func withSecondFactor(has map[string]bool) func(*nmauth.Config) {
 // passed a second factor. A user it does not name gets a user token.
 func TestSecondFactorHook(t *testing.T) {
 	eachWire(t, func(t *testing.T, w nmauth.WireProfile) {
-		f := newFixture(t, withWire(w), withSecondFactor(map[string]bool{"alice": true}))
+		var asked []nmauth.UserInfo
+		f := newFixture(t, withWire(w), func(c *nmauth.Config) {
+			c.SecondFactor = func(_ context.Context, u nmauth.UserInfo) (bool, error) {
+				asked = append(asked, u)
+				return u.Name == "alice", nil
+			}
+		})
 		f.addUser("alice", "correct horse battery")
 		f.addUser("bob", "correct horse battery")
 		ctx := context.Background()
+		wantError(t, f.loginUser("alice", "wrong password"), http.StatusUnauthorized)
+		if len(asked) != 0 {
+			t.Fatalf("the hook was asked about a wrong password: %+v", asked)
+		}
 
 		f.userToken("bob", "correct horse battery")
 		pre := f.preAuthToken("alice", "correct horse battery")
 		wantError(t, f.verifyTOTP("alice", pre, "123456"), http.StatusUnauthorized)
 
+		alice, err := f.auth.LookupUser(ctx, "alice")
+		if err != nil || len(asked) != 2 || asked[1].Name != "alice" || !asked[1].CreatedAt.Equal(alice.CreatedAt) {
+			t.Fatalf("the hook was asked about %+v, want bob then alice as LookupUser tells of her (%+v, %v)", asked, alice, err)
+		}
 		if name, err := f.auth.CheckPreAuth(ctx, pre, "Alice"); err != nil || name != "alice" {
 			t.Fatalf("CheckPreAuth = %q, %v; want alice", name, err)
 		}
@@ -68,7 +83,7 @@ func TestSecondFactorHook(t *testing.T) {
 func TestSecondFactorHookFailure(t *testing.T) {
 	fail := true
 	f := newFixture(t, func(c *nmauth.Config) {
-		c.SecondFactor = func(context.Context, string) (bool, error) {
+		c.SecondFactor = func(context.Context, nmauth.UserInfo) (bool, error) {
 			if fail {
 				return false, errors.New("passkey store down")
 			}
@@ -261,6 +276,37 @@ func TestWriteUserLogin(t *testing.T) {
 			t.Errorf("WriteUserLogin wrote %d %q (Cache-Control %q), want 200 %q", rec.Code, rec.Body, rec.Header().Get("Cache-Control"), want[w])
 		}
 	})
+}
+
+// TestDecodeJSON reads bodies as the handler's own routes do, and its
+// errors answer as theirs.
+func TestDecodeJSON(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		name, contentType, body string
+		status                  int
+	}{
+		{"a body", "application/json", `{"name":"laptop"}`, http.StatusOK},
+		{"another content type", "text/plain", `{"name":"laptop"}`, http.StatusUnsupportedMediaType},
+		{"two values", "application/json", `{"name":"a"} {}`, http.StatusBadRequest},
+		{"a key twice", "application/json", `{"name":"a","Name":"b"}`, http.StatusBadRequest},
+		{"too large", "application/json", `{"name":"` + strings.Repeat("a", nmauth.MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(c.body))
+		req.Header.Set("Content-Type", c.contentType)
+		rec := httptest.NewRecorder()
+		var v struct {
+			Name string `json:"name"`
+		}
+		if err := nmauth.DecodeJSON(rec, req, &v); err != nil {
+			f.auth.WriteError(rec, req, err)
+		} else if v.Name != "laptop" {
+			t.Errorf("%s: read %q, want laptop", c.name, v.Name)
+		}
+		if rec.Code != c.status {
+			t.Errorf("%s: status %d, want %d", c.name, rec.Code, c.status)
+		}
+	}
 }
 
 // TestEmit passes an application's event to OnEvent with the time and the
