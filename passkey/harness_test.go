@@ -25,6 +25,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/openapitest"
 	"github.com/nmauth/nmauth/passkey"
 )
 
@@ -317,7 +318,23 @@ func (h *harness) send(method, path, bearer string, body []byte) reply {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b, wire: h.wire}
+	r := reply{status: resp.StatusCode, header: resp.Header, body: b, wire: h.wire}
+	h.checkOpenAPI(req, body, r)
+	return r
+}
+
+// checkOpenAPI fails the test when an exchange departs from the OpenAPI
+// document of the harness's wire profile.
+func (h *harness) checkOpenAPI(req *http.Request, body []byte, r reply) {
+	h.t.Helper()
+	c, err := openapitest.ForProfile(h.wire)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	err = c.Check(openapitest.Exchange{Request: req, RequestBody: body, Status: r.status, Header: r.header, Body: r.body})
+	if err != nil {
+		h.t.Errorf("the exchange departs from the OpenAPI document: %v", err)
+	}
 }
 
 func (h *harness) post(path, bearer string, body any) reply {
