@@ -161,12 +161,17 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("passkey: %w", err)
 	}
+	return newManager(cfg, web), nil
+}
+
+// newManager is the Manager of cfg, whose defaults are set.
+func newManager(cfg Config, web *webauthn.WebAuthn) *Manager {
 	return &Manager{
 		cfg:   cfg,
 		auth:  cfg.Auth,
 		store: &guardedStore{Store: cfg.Store, timeout: cfg.StoreTimeout, log: cfg.Logger, now: cfg.Now},
 		web:   web,
-	}, nil
+	}
 }
 
 // checkRelyingParty refuses an RPID that browsers would refuse, and an
@@ -210,9 +215,7 @@ func (m *Manager) now() time.Time { return m.cfg.Now() }
 // default [Config.StoreTimeout]; a Store that fails or does not answer in
 // time fails the login with a 503.
 func SecondFactor(s Store) func(ctx context.Context, user nmauth.UserInfo) (bool, error) {
-	var cfg Config
-	cfg.setDefaults()
-	g := &guardedStore{Store: s, timeout: cfg.StoreTimeout, log: cfg.Logger, now: cfg.Now}
+	g := adminManager(nil, s).store
 	return func(ctx context.Context, user nmauth.UserInfo) (bool, error) {
 		rec, err := g.GetRecord(ctx, user.Name)
 		if errors.Is(err, nmauth.ErrNotFound) {

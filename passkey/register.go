@@ -249,11 +249,27 @@ func (m *Manager) Passkeys(ctx context.Context, p nmauth.Principal, username str
 	if err != nil {
 		return nil, err
 	}
+	return infos(rec), nil
+}
+
+func infos(rec Record) []Info {
 	out := make([]Info, len(rec.Passkeys))
 	for i, pk := range rec.Passkeys {
 		out[i] = info(pk)
 	}
-	return out, nil
+	return out
+}
+
+// ListPasskeys lists the passkeys of the user named username in s, as
+// [Manager.Passkeys] does, for an administrator's tool that has no relying
+// party to run ceremonies for (nmauthd's "user passkeys"). The caller
+// checks that the administrator may.
+func ListPasskeys(ctx context.Context, auth *nmauth.Authenticator, s Store, username string) ([]Info, error) {
+	_, rec, err := adminManager(auth, s).account(ctx, username)
+	if err != nil {
+		return nil, err
+	}
+	return infos(rec), nil
 }
 
 // Remove removes the passkey whose id, in base64url, is id from the user
@@ -311,4 +327,18 @@ func (m *Manager) Reset(ctx context.Context, username string) (int, error) {
 	}
 	m.auth.Emit(ctx, nmauth.Event{Type: EventReset, Kind: nmauth.KindUser, Name: user.Name})
 	return len(rec.Passkeys), nil
+}
+
+// ResetPasskeys is [Manager.Reset] for an administrator's tool that has no
+// relying party to run ceremonies for (nmauthd's "user passkeys-reset").
+func ResetPasskeys(ctx context.Context, auth *nmauth.Authenticator, s Store, username string) (int, error) {
+	return adminManager(auth, s).Reset(ctx, username)
+}
+
+// adminManager is a Manager for the administration of stored passkeys
+// only: it has no relying party and runs no ceremony.
+func adminManager(auth *nmauth.Authenticator, s Store) *Manager {
+	cfg := Config{Auth: auth, Store: s}
+	cfg.setDefaults()
+	return newManager(cfg, nil)
 }

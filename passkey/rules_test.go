@@ -359,3 +359,25 @@ func TestStoreDown(t *testing.T) {
 		}
 	}
 }
+
+// TestAdministratorsTools lists and resets a user's passkeys without a
+// relying party, as nmauthd's admin commands do.
+func TestAdministratorsTools(t *testing.T) {
+	h := newHarness(t, options{})
+	h.addUser("alice")
+	h.register("alice", h.userToken("alice"), "laptop", newSoftKey(t))
+	ctx := context.Background()
+	list, err := passkey.ListPasskeys(ctx, h.auth, h.store, "Alice")
+	if err != nil || len(list) != 1 || list[0].Name != "laptop" {
+		t.Fatalf("ListPasskeys = %+v, %v; want laptop", list, err)
+	}
+	if _, err := passkey.ListPasskeys(ctx, h.auth, h.store, "nobody"); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("ListPasskeys of nobody: %v, want ErrNotFound", err)
+	}
+	if n, err := passkey.ResetPasskeys(ctx, h.auth, h.store, "alice"); err != nil || n != 1 {
+		t.Fatalf("ResetPasskeys = %d, %v; want 1", n, err)
+	}
+	if list, err := passkey.ListPasskeys(ctx, h.auth, h.store, "alice"); err != nil || len(list) != 0 {
+		t.Errorf("after the reset ListPasskeys = %+v, %v", list, err)
+	}
+}
