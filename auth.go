@@ -15,7 +15,9 @@ import (
 // every other field has a default, given in its comment, used when the
 // field is left zero.
 type Config struct {
-	// Store keeps users, hosts and their counters. Required.
+	// Store keeps users, hosts and their counters. Required, and not a
+	// nil pointer. A call of it that panics fails that call alone, as a
+	// 500 over HTTP, with the stack in the log; the process goes on.
 	Store Store
 
 	// Secrets are the root secrets, each at least 32 random bytes. The
@@ -249,8 +251,8 @@ type Authenticator struct {
 
 // New validates cfg, fills its defaults and returns an Authenticator.
 func New(cfg Config) (*Authenticator, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("nmauth: Config.Store is required")
+	if err := checkStore(cfg.Store); err != nil {
+		return nil, err
 	}
 	cfg.setDefaults()
 	for _, d := range []time.Duration{cfg.UserTokenTTL, cfg.PreAuthTokenTTL, cfg.HostTokenTTL, cfg.NodeTokenTTL, cfg.EnrollmentTTL, cfg.ReenrollWindow, cfg.StoreTimeout} {
@@ -271,10 +273,9 @@ func New(cfg Config) (*Authenticator, error) {
 		kindHost:    cfg.HostTokenTTL,
 		kindNode:    cfg.NodeTokenTTL,
 	}
-	faults := &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second}
 	// Every Store call, the bearer check's included, goes through the
 	// guard: under the deadline, its failures answered as the server's.
-	store := &guardedStore{Store: cfg.Store, timeout: cfg.StoreTimeout, log: faults}
+	store := newGuardedStore(cfg)
 	a := &Authenticator{
 		cfg:     cfg,
 		store:   store,
