@@ -25,12 +25,12 @@ func Example_mounting() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	usersOnly := auth.RequireKinds(nmauth.KindUser, nmauth.KindMaster)
+	usersOnly := auth.Require(nmauth.KindUser, nmauth.KindMaster) // checks the bearer and its kind
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler()) // the login and TOTP routes; your more specific routes still win
 	mux.Handle("GET /api/networks", auth.Middleware(networks{auth}))
-	mux.Handle("DELETE /api/networks/{network}", auth.Middleware(usersOnly(networks{auth})))
+	mux.Handle("DELETE /api/networks/{network}", usersOnly(networks{auth}))
 	log.Fatal(http.ListenAndServe("127.0.0.1:8081", mux))
 }
 

@@ -138,18 +138,19 @@ func ExampleAuthenticator_Limit() {
 	// 429 Retry-After="1"
 }
 
-func ExampleAuthenticator_RequireKinds() {
+func ExampleAuthenticator_Require() {
 	auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}})
 	auth.CreateUser(context.Background(), "alice", "correct horse battery")
 	user, _ := auth.LoginUser(context.Background(), "alice", "correct horse battery")
 	node, _ := auth.IssueNodeToken("home", "node-1")
 
-	nodesOnly := auth.RequireKinds(nmauth.KindNode)
-	checkin := auth.Middleware(nodesOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// One step: the bearer is checked and its kind with it.
+	nodesOnly := auth.Require(nmauth.KindNode)
+	checkin := nodesOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := nmauth.FromContext(r.Context())
 		auth.WriteResponse(w, http.StatusOK, "checked in", p.Name)
-	})))
-	for _, token := range []string{node, user.AuthToken, ""} {
+	}))
+	for _, token := range []string{node, user.AuthToken, "not-a-token", ""} {
 		req := httptest.NewRequest("POST", "/api/nodes/home/checkin", nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -161,6 +162,7 @@ func ExampleAuthenticator_RequireKinds() {
 	// Output:
 	// {"code":200,"message":"checked in","response":"node-1"}
 	// {"code":403,"message":"forbidden"}
+	// {"code":401,"message":"missing or invalid bearer credential"}
 	// {"code":401,"message":"missing or invalid bearer credential"}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -132,49 +133,80 @@ func (a *Authenticator) Limit(next http.Handler) http.Handler {
 // (see [Authenticator.CheckBearer]) and puts its [Principal] in the
 // request context. Others get 401. Unless [Authenticator.Limit] already
 // did, it names the client address in the context, for the events of the
-// check.
+// check. To admit only some kinds of principal, use
+// [Authenticator.Require] instead.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		if _, ok := ctx.Value(clientAddrKey{}).(netip.Addr); !ok {
-			ctx = WithClientAddr(ctx, clientAddr(r, a.cfg.TrustedProxies))
-		}
-		cred, err := BearerToken(r.Header)
-		var p Principal
-		if err == nil {
-			p, err = a.CheckBearer(ctx, cred)
-		}
+		r, _, err := a.authenticate(r)
 		if err != nil {
 			a.WriteError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(NewContext(ctx, p)))
+		next.ServeHTTP(w, r)
 	})
 }
 
-// RequireKinds returns a middleware that lets a request through only when
-// the [Principal] in its context is of one of kinds. Put it inside
-// [Authenticator.Middleware], which sets the principal:
+// authenticate checks r's bearer credential and returns r with the
+// [Principal] and the client address in its context.
+func (a *Authenticator) authenticate(r *http.Request) (*http.Request, Principal, error) {
+	ctx := r.Context()
+	if _, ok := ctx.Value(clientAddrKey{}).(netip.Addr); !ok {
+		ctx = WithClientAddr(ctx, clientAddr(r, a.cfg.TrustedProxies))
+	}
+	cred, err := BearerToken(r.Header)
+	var p Principal
+	if err == nil {
+		p, err = a.CheckBearer(ctx, cred)
+	}
+	if err != nil {
+		return r, Principal{}, err
+	}
+	return r.WithContext(NewContext(ctx, p)), p, nil
+}
+
+// Require returns a middleware that lets a request through only with a
+// valid bearer credential of one of kinds, in one step: it checks the
+// bearer as [Authenticator.Middleware] does and puts the [Principal] in
+// the request context, so it needs no Middleware before it:
 //
-//	hostsOnly := auth.RequireKinds(nmauth.KindHost, nmauth.KindMaster)
-//	mux.Handle("POST /api/hosts/{id}/checkin", auth.Middleware(hostsOnly(checkin)))
+//	usersOnly := auth.Require(nmauth.KindUser, nmauth.KindMaster)
+//	mux.Handle("DELETE /api/networks/{network}", usersOnly(deleteNetwork))
 //
-// A principal of another kind gets 403 ([ErrForbidden]); a request without
-// one, because the middleware did not run before it, gets 401
-// ([ErrUnauthenticated]). Both answers are the active profile's envelope.
-func (a *Authenticator) RequireKinds(kinds ...PrincipalKind) func(http.Handler) http.Handler {
+// A request without a valid credential gets 401 ([ErrUnauthenticated]); a
+// valid credential of another kind gets 403 ([ErrForbidden]), since it is
+// no wrong credential; a Store fault during the check gets 503. Each
+// answer is the active profile's envelope. Behind Middleware or another
+// Require, or the application's own [NewContext], the Principal already
+// in the context is taken as it is, and the bearer is not checked twice.
+//
+// Require panics when kinds is empty or holds a kind other than
+// [KindMaster], [KindUser], [KindHost] and [KindNode]: a guard that
+// admits nobody is a mistake to see at setup, not at the first request.
+func (a *Authenticator) Require(kinds ...PrincipalKind) func(http.Handler) http.Handler {
+	if len(kinds) == 0 {
+		panic("nmauth: Require needs at least one PrincipalKind; Middleware admits every kind")
+	}
+	for _, k := range kinds {
+		if !slices.Contains([]PrincipalKind{KindMaster, KindUser, KindHost, KindNode}, k) {
+			panic(fmt.Sprintf("nmauth: Require: unknown PrincipalKind %q", k))
+		}
+	}
 	allowed := slices.Clone(kinds)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p, ok := FromContext(r.Context())
-			switch {
-			case !ok:
-				a.WriteError(w, r, ErrUnauthenticated)
-			case !slices.Contains(allowed, p.Kind):
-				a.WriteError(w, r, ErrForbidden)
-			default:
-				next.ServeHTTP(w, r)
+			if !ok {
+				var err error
+				if r, p, err = a.authenticate(r); err != nil {
+					a.WriteError(w, r, err)
+					return
+				}
 			}
+			if !slices.Contains(allowed, p.Kind) {
+				a.WriteError(w, r, ErrForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
 }
