@@ -204,8 +204,11 @@ const (
 // request context; see [FromContext].
 type Principal struct {
 	Kind PrincipalKind `json:"kind"`
-	// Name is the username, host id or node id; "master" for the master key.
-	Name string `json:"name"`
+	// Name is the username, host id or node id. It is empty for the master
+	// key, which thus never shares a name with an account (no username,
+	// host id or node id is empty, and a user may be named "master"):
+	// tell the master key by its Kind, or with [Principal.IsMaster].
+	Name string `json:"name,omitempty"`
 	// Network is the network of a node token.
 	Network string `json:"network,omitempty"`
 	// TOTP reports that the token came from a login that passed TOTP.
@@ -218,6 +221,9 @@ type Principal struct {
 	// absent for the master key and for node tokens bound to no host.
 	generation generationClaim
 }
+
+// IsMaster reports whether p is the master key.
+func (p Principal) IsMaster() bool { return p.Kind == KindMaster }
 
 type principalKey struct{}
 

@@ -485,7 +485,7 @@ func BenchmarkInitTOTP(b *testing.B) {
 	if err := store.CreateUser(ctx, User{Name: benchUser, PasswordHash: "unused"}); err != nil {
 		b.Fatal(err)
 	}
-	master := Principal{Kind: KindMaster, Name: "master"}
+	master := Principal{Kind: KindMaster}
 	b.ReportAllocs()
 	cpu := startCPU(b)
 	for b.Loop() {

@@ -75,7 +75,7 @@ func newVictim(t *testing.T) (*fixture, string) {
 	f := newFixture(t)
 	f.addUser(victim, victimPassword)
 	ctx := context.Background()
-	master := nmauth.Principal{Kind: nmauth.KindMaster, Name: "master"}
+	master := nmauth.Principal{Kind: nmauth.KindMaster}
 	e, err := f.auth.InitTOTP(ctx, master, victim)
 	if err != nil {
 		t.Fatal(err)

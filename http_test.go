@@ -505,7 +505,7 @@ func TestBearerAcceptsEachKind(t *testing.T) {
 			cred string
 			want nmauth.Principal
 		}{
-			{testMasterKey, nmauth.Principal{Kind: nmauth.KindMaster, Name: "master"}},
+			{testMasterKey, nmauth.Principal{Kind: nmauth.KindMaster}},
 			{user, nmauth.Principal{Kind: nmauth.KindUser, Name: "alice"}},
 			{host, nmauth.Principal{Kind: nmauth.KindHost, Name: testHostIDs[0]}},
 			{node, nmauth.Principal{Kind: nmauth.KindNode, Name: "node-1", Network: "net-1"}},
