@@ -240,14 +240,18 @@ func ExampleConfig_nodeTokenValid() {
 }
 
 func ExampleParseSecrets() {
-	// NMAUTH_SECRET="<new>,<old>": the new secret signs, both verify.
-	env := strings.Repeat("ab", 32) + "," + strings.Repeat("cd", 32)
+	// NMAUTH_SECRET="<new>,<old>": the new secret signs, both verify. Each
+	// came from openssl rand -base64 32 or openssl rand -hex 32.
+	env := "Qf7G+/wCNzUiWoGoeffRrc4BMOLHjcTkHPS7WMBqlWI=,7954a7a35bf82b6280790a220592c2d1c3561ac3f147ba39371ce63441943606"
 	secrets, err := nmauth.ParseSecrets(env)
 	fmt.Println(len(secrets), len(secrets[0]), err)
 
 	_, err = nmauth.ParseSecrets(env + ",c2hvcnQ=")
 	fmt.Println(err)
+	_, err = nmauth.ParseSecrets(strings.Repeat("0", 64))
+	fmt.Println(err)
 	// Output:
 	// 2 32 <nil>
 	// nmauth: root secret 3 of the list: 5 bytes, need at least 32
+	// nmauth: root secret: does not look random: it has too few distinct characters (a short alphabet or a repeated pattern); make one with: openssl rand -base64 32 (or head -c 32 /dev/urandom | base64)
 }
