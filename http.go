@@ -11,12 +11,10 @@ import (
 	"mime"
 	"net/http"
 	"net/netip"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 )
 
 // MaxBodyBytes is the largest request body the handler reads.
@@ -244,7 +242,11 @@ func BearerToken(h http.Header) (string, error) {
 func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req HostAuthRequest
-		if err := decodeJSON(w, r, &req); err != nil {
+		err := decodeJSON(w, r, &req)
+		if err == nil {
+			err = requireFields("id", req.ID, "password", req.Password)
+		}
+		if err != nil {
 			a.WriteError(w, r, err)
 			return
 		}
@@ -265,7 +267,11 @@ func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
 
 func (a *Authenticator) serveUserLogin(w http.ResponseWriter, r *http.Request) {
 	var req UserAuthRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	err := decodeJSON(w, r, &req)
+	if err == nil {
+		err = requireFields("username", req.Username, "password", req.Password)
+	}
+	if err != nil {
 		a.WriteError(w, r, err)
 		return
 	}
@@ -322,11 +328,8 @@ func (a *Authenticator) serveVerifyTOTP(w http.ResponseWriter, r *http.Request) 
 }
 
 // decodeJSON reads exactly one JSON value of at most MaxBodyBytes from an
-// application/json body into v, a pointer to a struct. A key given twice,
-// or two keys that name one field of v in different case, are refused:
-// encoding/json would keep the last of them silently, so a proxy or log
-// that reads the first would see another request than the one served.
-// Keys v does not know are ignored, since real clients send more fields.
+// application/json body into v, a pointer to a struct, whose keys must
+// match v's field names exactly (see [checkKeys]).
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
@@ -346,68 +349,6 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return checkKeys(body, jsonFields(v))
 }
 
-// checkKeys refuses a top-level object in body with a key given twice or
-// two keys that fold to one of fields. body is known to be valid JSON.
-func checkKeys(body []byte, fields map[string]bool) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return errBadJSON
-		}
-		key, _ := tok.(string)
-		name := key
-		if folded := foldKey(key); fields[folded] {
-			name = folded
-		}
-		if seen[name] {
-			return errDuplicateKey
-		}
-		seen[name] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return errBadJSON
-		}
-	}
-	return nil
-}
-
-// foldKey folds a key the way encoding/json matches a key to a field name
-// regardless of case, so that "ſ" (U+017F) and "K" (U+212A) fold as "S" and
-// "K" do.
-func foldKey(s string) string {
-	return strings.Map(func(r rune) rune { return unicode.ToUpper(unicode.ToLower(r)) }, s)
-}
-
-// jsonFields returns the folded JSON names of the fields of the struct v
-// points to.
-func jsonFields(v any) map[string]bool {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	fields := map[string]bool{}
-	if t.Kind() != reflect.Struct {
-		return fields
-	}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		fields[foldKey(name)] = true
-	}
-	return fields
-}
-
 func decodeError(err error) error {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
@@ -419,6 +360,7 @@ func decodeError(err error) error {
 // errorStatus maps an error to its HTTP status and the only text a client
 // sees. Anything it does not know is a 500 with a generic message.
 func errorStatus(err error) (int, string) {
+	var field *fieldError
 	switch {
 	case errors.Is(err, errContentType):
 		return http.StatusUnsupportedMediaType, "content type must be application/json"
@@ -427,7 +369,9 @@ func errorStatus(err error) (int, string) {
 	case errors.Is(err, errBadJSON):
 		return http.StatusBadRequest, "malformed JSON body"
 	case errors.Is(err, errDuplicateKey):
-		return http.StatusBadRequest, "a field is given twice in the JSON body (field names match in any case)"
+		return http.StatusBadRequest, "a field is given twice in the JSON body"
+	case errors.As(err, &field):
+		return http.StatusBadRequest, field.message()
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, "method not allowed"
 	case errors.Is(err, errNoRoute):

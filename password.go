@@ -411,6 +411,9 @@ func checkPasswordPolicy(password string) (string, error) {
 // login, where the length policy is not checked again, so that a password
 // set under it still matches. The error never contains the password.
 func preparePassword(password string) (string, error) {
+	if password == "" {
+		return "", fmt.Errorf("%w: empty; a password is required", ErrInvalidPassword)
+	}
 	// The PRECIS package turns each invalid byte into U+FFFD, which would
 	// make distinct byte strings the same password.
 	if !utf8.ValidString(password) {
@@ -418,7 +421,7 @@ func preparePassword(password string) (string, error) {
 	}
 	p, err := precis.OpaqueString.String(password)
 	if err != nil {
-		return "", fmt.Errorf("%w: not allowed by the PRECIS OpaqueString profile", ErrInvalidPassword)
+		return "", fmt.Errorf("%w: it holds a character no password may hold, such as a control character (PRECIS OpaqueString)", ErrInvalidPassword)
 	}
 	return p, nil
 }
