@@ -631,8 +631,13 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 // authentication route, after the application has checked the node. The
 // network and the node id take the form of a host id (1 to 128 printable
 // characters without spaces), else [ErrInvalidNetwork] or [ErrInvalidHost];
-// the node id is kept as given, since the application named it.
-func (a *Authenticator) IssueNodeToken(network, nodeID string) (string, error) {
+// the node id is kept as given, since the application named it. ctx is
+// the request's, as for every other method: once it is done, no token is
+// minted and its error is returned.
+func (a *Authenticator) IssueNodeToken(ctx context.Context, network, nodeID string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	if !validNetwork(network) {
 		return "", ErrInvalidNetwork
 	}

@@ -136,7 +136,7 @@ func benchBearer(tb testing.TB) (warm, cold *Authenticator, creds benchCredentia
 	if err != nil {
 		tb.Fatal(err)
 	}
-	node, err := warm.IssueNodeToken("home", "node-1")
+	node, err := warm.IssueNodeToken(ctx, "home", "node-1")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func ExampleAuthenticator_Require() {
 	auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}})
 	auth.CreateUser(context.Background(), "alice", "correct horse battery")
 	user, _ := auth.LoginUser(context.Background(), "alice", "correct horse battery")
-	node, _ := auth.IssueNodeToken("home", "node-1")
+	node, _ := auth.IssueNodeToken(context.Background(), "home", "node-1")
 
 	// One step: the bearer is checked and its kind with it.
 	nodesOnly := auth.Require(nmauth.KindNode)
@@ -227,7 +227,7 @@ func ExampleConfig_nodeTokenValid() {
 			return !removed[p.Network+"/"+p.Name], nil
 		},
 	})
-	tok, _ := auth.IssueNodeToken("home", "node-1")
+	tok, _ := auth.IssueNodeToken(context.Background(), "home", "node-1")
 	_, err := auth.CheckBearer(context.Background(), tok)
 	fmt.Println(err)
 

@@ -99,10 +99,10 @@ func newScene(t *testing.T) *scene {
 	s.host = s.hostToken("host-1")
 	s.hostNamedAlice = s.hostToken("alice")
 	var err error
-	if s.node, err = s.auth.IssueNodeToken("net-1", "node-1"); err != nil {
+	if s.node, err = s.auth.IssueNodeToken(t.Context(), "net-1", "node-1"); err != nil {
 		t.Fatal(err)
 	}
-	if s.nodeNamedAlice, err = s.auth.IssueNodeToken("net-1", "alice"); err != nil {
+	if s.nodeNamedAlice, err = s.auth.IssueNodeToken(t.Context(), "net-1", "alice"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -455,7 +455,7 @@ func TestTokenKindsWhereTheyDoNotBelong(t *testing.T) {
 		pre := f.preAuthToken("carol", "correct horse battery")
 		r := f.do("/api/hosts/adm/authenticate", "", map[string]string{"id": testHostIDs[0], "password": "host-password-1"})
 		host := r.field(t, "authToken").(string)
-		node, err := f.auth.IssueNodeToken("net-1", "node-1")
+		node, err := f.auth.IssueNodeToken(t.Context(), "net-1", "node-1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -499,7 +499,7 @@ func TestBearerAcceptsEachKind(t *testing.T) {
 		user := f.userToken("alice", "correct horse battery")
 		r := f.do("/api/hosts/adm/authenticate", "", map[string]string{"id": testHostIDs[0], "password": "host-password-1"})
 		host := r.field(t, "authToken").(string)
-		node, _ := f.auth.IssueNodeToken("net-1", "node-1")
+		node, _ := f.auth.IssueNodeToken(t.Context(), "net-1", "node-1")
 
 		tests := []struct {
 			cred string
@@ -533,7 +533,7 @@ func TestTokenExpiryAndRevocation(t *testing.T) {
 
 		alice := f.userToken("alice", "correct horse battery")
 		bob := f.userToken("bob", "correct horse battery")
-		node, _ := f.auth.IssueNodeToken("net-1", "node-1")
+		node, _ := f.auth.IssueNodeToken(t.Context(), "net-1", "node-1")
 		if _, err := f.auth.CheckBearer(ctx, alice); err != nil {
 			t.Fatal(err)
 		}

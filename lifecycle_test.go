@@ -132,7 +132,7 @@ func TestNodeTokenValid(t *testing.T) {
 	ctx := t.Context()
 	issue := func(network, node string) string {
 		t.Helper()
-		tok, err := f.auth.IssueNodeToken(network, node)
+		tok, err := f.auth.IssueNodeToken(ctx, network, node)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,7 +48,7 @@ func newRequireCredentials(t *testing.T, wire nmauth.WireProfile) requireCredent
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := auth.IssueNodeToken("net-1", "node-1")
+	node, err := auth.IssueNodeToken(ctx, "net-1", "node-1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func (app *networkManager) authenticateNode(w http.ResponseWriter, r *http.Reque
 		app.auth.WriteError(w, r, nmauth.ErrInvalidCredentials)
 		return
 	}
-	tok, err := app.auth.IssueNodeToken(network, req.ID)
+	tok, err := app.auth.IssueNodeToken(r.Context(), network, req.ID)
 	if err != nil {
 		app.auth.WriteError(w, r, err)
 		return
