@@ -43,5 +43,5 @@ func (n networks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n.auth.WriteError(w, r, nmauth.ErrForbidden) // the same envelope and status as nmauth's own routes
 		return
 	}
-	n.auth.WriteResponse(w, http.StatusOK, "networks of "+p.Name, []string{"default"})
+	n.auth.WriteResponse(w, r, http.StatusOK, "networks of "+p.Name, []string{"default"})
 }

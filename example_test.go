@@ -96,7 +96,7 @@ func ExampleAuthenticator_WriteResponse() {
 	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
 		auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}, Wire: wire})
 		rec := httptest.NewRecorder()
-		auth.WriteResponse(rec, http.StatusOK, "networks", []string{"home"})
+		auth.WriteResponse(rec, httptest.NewRequest("GET", "/api/networks", nil), http.StatusOK, "networks", []string{"home"})
 		fmt.Print(wire, " ", rec.Code, " ", rec.Body)
 	}
 	// Output:
@@ -148,7 +148,7 @@ func ExampleAuthenticator_Require() {
 	nodesOnly := auth.Require(nmauth.KindNode)
 	checkin := nodesOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := nmauth.FromContext(r.Context())
-		auth.WriteResponse(w, http.StatusOK, "checked in", p.Name)
+		auth.WriteResponse(w, r, http.StatusOK, "checked in", p.Name)
 	}))
 	for _, token := range []string{node, user.AuthToken, "not-a-token", ""} {
 		req := httptest.NewRequest("POST", "/api/nodes/home/checkin", nil)

@@ -85,7 +85,7 @@ func TestWriteResponse(t *testing.T) {
 	} {
 		f := newFixture(t, withWire(tc.wire))
 		rec := httptest.NewRecorder()
-		f.auth.WriteResponse(rec, http.StatusCreated, "network created", map[string]string{"name": "home"})
+		f.auth.WriteResponse(rec, httptest.NewRequest(http.MethodPost, "/api/networks", nil), http.StatusCreated, "network created", map[string]string{"name": "home"})
 		if rec.Code != http.StatusCreated || strings.TrimSpace(rec.Body.String()) != tc.want {
 			t.Errorf("%s: %d %s, want 201 %s", tc.wire, rec.Code, rec.Body, tc.want)
 		}

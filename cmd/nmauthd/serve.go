@@ -47,15 +47,15 @@ func newMux(auth *nmauth.Authenticator, wire nmauth.WireProfile) *http.ServeMux 
 	mux.HandleFunc("GET /assets/", serveAsset)
 	// A pattern without a method matches what the GET pattern beside it
 	// does not, so that these answers replace ServeMux's plain-text ones.
-	wrongMethod := func(w http.ResponseWriter, _ *http.Request) {
+	wrongMethod := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
-		auth.WriteResponse(w, http.StatusMethodNotAllowed, "method not allowed", nil)
+		auth.WriteResponse(w, r, http.StatusMethodNotAllowed, "method not allowed", nil)
 	}
 	for _, path := range []string{"/healthz", "/openapi.yaml", "/readyz", "/{$}", "/assets/"} {
 		mux.HandleFunc(path, wrongMethod)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		auth.WriteResponse(w, http.StatusNotFound, "not found", nil)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		auth.WriteResponse(w, r, http.StatusNotFound, "not found", nil)
 	})
 	return mux
 }
