@@ -81,7 +81,7 @@ func newVictim(t *testing.T) (*fixture, string) {
 		t.Fatal(err)
 	}
 	secret := secretOf(t, e.URL)
-	if _, err := f.auth.CompleteTOTP(ctx, master, victim, e.URL, e.Signature, f.code(secret, 0)); err != nil {
+	if _, err := f.auth.CompleteTOTP(ctx, master, victim, e.URL, e.Signature, f.code(secret, 0), ""); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(30 * time.Second) // past the step just used

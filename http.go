@@ -58,7 +58,7 @@ type TOTPRequest struct {
 	TOTP      string `json:"totp"`
 	// CurrentTOTP is, at complete-totp for a user who already has TOTP
 	// on, a code of the current secret or a recovery code (see
-	// [Authenticator.ReplaceTOTP]).
+	// [Authenticator.CompleteTOTP]).
 	CurrentTOTP string `json:"current_totp,omitempty"`
 }
 
@@ -300,7 +300,7 @@ func (a *Authenticator) serveCompleteTOTP(w http.ResponseWriter, r *http.Request
 		return
 	}
 	p, _ := FromContext(r.Context())
-	out, err := a.ReplaceTOTP(r.Context(), p, r.PathValue("username"), req.URL, req.Signature, req.TOTP, req.CurrentTOTP)
+	out, err := a.CompleteTOTP(r.Context(), p, r.PathValue("username"), req.URL, req.Signature, req.TOTP, req.CurrentTOTP)
 	if err != nil {
 		a.WriteError(w, r, err)
 		return

@@ -37,7 +37,7 @@ func TestListAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := f.auth.CompleteTOTP(ctx, bobP, "bob", e.URL, e.Signature, f.code(otpURL.Query().Get("secret"), 0))
+	done, err := f.auth.CompleteTOTP(ctx, bobP, "bob", e.URL, e.Signature, f.code(otpURL.Query().Get("secret"), 0), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -236,7 +236,7 @@ func TestAdminAPIListPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	done, err := s.auth.CompleteTOTP(ctx, nmauth.Principal{Kind: nmauth.KindMaster}, "carol",
-		enr.URL, enr.Signature, totpCode(t, enr.URL, time.Now()))
+		enr.URL, enr.Signature, totpCode(t, enr.URL, time.Now()), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestAdminAPIDisableEnableReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.auth.CompleteTOTP(ctx, master, "alice", enr.URL, enr.Signature, totpCode(t, enr.URL, time.Now())); err != nil {
+	if _, err := s.auth.CompleteTOTP(ctx, master, "alice", enr.URL, enr.Signature, totpCode(t, enr.URL, time.Now()), ""); err != nil {
 		t.Fatal(err)
 	}
 	r := callURL(t, nmauth.WireSpec, "POST", s.url+"/api/users/adm/authenticate", "",
