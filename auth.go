@@ -319,7 +319,7 @@ type UserLogin struct {
 //
 // The attempt is counted against the account and the client address in
 // ctx (see [WithClientAddr]) before the password is checked; too many
-// failures from one address answer a [*ThrottledError] to that address
+// failures from one address answer a [*RetryError] for [ErrThrottled] to that address
 // only (see the README's Security section for the rules).
 func (a *Authenticator) LoginUser(ctx context.Context, username, password string) (UserLogin, error) {
 	name, nameErr := PrepareUsername(username)
@@ -422,7 +422,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 	var disabled bool
 	err = t.update(ctx, func(acc account) error {
 		if wait := takeAttempt(acc, client, now); wait > 0 {
-			return &ThrottledError{RetryAfter: wait}
+			return &RetryError{Reason: ErrThrottled, RetryAfter: wait}
 		}
 		hash, disabled = *acc.hash, *acc.disabled
 		return nil

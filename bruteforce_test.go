@@ -150,7 +150,7 @@ func runTOTPAttack(t *testing.T, f *fixture, secret string, window time.Duration
 		// The fixture's clock moves a microsecond per read, and a real login
 		// reads it more often than a minted token: compare to the millisecond.
 		ev := attackEvent{at: f.clock.Now().Sub(start).Truncate(time.Millisecond)}
-		var throttled *nmauth.ThrottledError
+		var throttled *nmauth.RetryError
 		switch {
 		case err == nil:
 			t.Fatalf("a wrong code was accepted at %s", ev.at)

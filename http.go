@@ -120,7 +120,7 @@ func (a *Authenticator) Limit(next http.Handler) http.Handler {
 		r = r.WithContext(WithClientAddr(r.Context(), clientAddr(r, a.cfg.TrustedProxies)))
 		if d := a.clients.wait(r, a.now()); d > 0 {
 			a.emit(r.Context(), Event{Type: EventClientThrottled})
-			a.WriteError(w, r, &ThrottledError{RetryAfter: d})
+			a.WriteError(w, r, &RetryError{Reason: ErrThrottled, RetryAfter: d})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -447,13 +447,8 @@ func (a *Authenticator) WriteError(w http.ResponseWriter, r *http.Request, err e
 // retryAfterSeconds rounds a wait up to whole seconds, at least one.
 func retryAfterSeconds(err error) int {
 	var d time.Duration
-	var t *ThrottledError
-	var o *OverloadedError
-	switch {
-	case errors.As(err, &t):
-		d = t.RetryAfter
-	case errors.As(err, &o):
-		d = o.RetryAfter
+	if r := (*RetryError)(nil); errors.As(err, &r) {
+		d = r.RetryAfter
 	}
 	return max(1, int((d+time.Second-1)/time.Second))
 }

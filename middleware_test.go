@@ -105,7 +105,7 @@ func TestWriteError(t *testing.T) {
 		}{
 			{nmauth.ErrForbidden, http.StatusForbidden, ""},
 			{nmauth.ErrUnauthenticated, http.StatusUnauthorized, "WWW-Authenticate"},
-			{&nmauth.ThrottledError{}, http.StatusTooManyRequests, "Retry-After"},
+			{&nmauth.RetryError{Reason: nmauth.ErrThrottled}, http.StatusTooManyRequests, "Retry-After"},
 			{nmauth.ErrStoreUnavailable, http.StatusServiceUnavailable, "Retry-After"},
 			{errors.New("db password is hunter2"), http.StatusInternalServerError, ""},
 		} {

@@ -127,7 +127,7 @@ func newPasswordHasher(concurrency, queue int, rnd io.Reader) *passwordHasher {
 	}
 }
 
-// acquire waits for a slot. It fails at once with an [*OverloadedError]
+// acquire waits for a slot. It fails at once with a [*RetryError] for [ErrOverloaded]
 // when the queue is full, and with ctx.Err() if ctx ends first. On success
 // the caller must call the returned release.
 func (h *passwordHasher) acquire(ctx context.Context) (release func(), err error) {
@@ -137,7 +137,7 @@ func (h *passwordHasher) acquire(ctx context.Context) (release func(), err error
 	select {
 	case h.tickets <- struct{}{}:
 	default:
-		return nil, &OverloadedError{RetryAfter: overloadRetryAfter}
+		return nil, &RetryError{Reason: ErrOverloaded, RetryAfter: overloadRetryAfter}
 	}
 	select {
 	case h.slots <- struct{}{}:

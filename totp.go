@@ -280,7 +280,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 // under the same backoff and counters as verify-totp.
 func (a *Authenticator) checkCurrentFactor(u *User, code string, recovery bool, now time.Time) secondFactor {
 	if now.Before(u.TOTPBlockedUntil) {
-		return secondFactor{abort: &ThrottledError{RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
 	return a.matchSecondFactor(u, code, recovery, now)
 }
@@ -379,7 +379,7 @@ func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recov
 		u.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.PreAuthID), []byte(c.ID)) != 1:
 		return secondFactor{abort: ErrUnauthenticated}
 	case now.Before(u.TOTPBlockedUntil):
-		return secondFactor{abort: &ThrottledError{RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
 	return a.matchSecondFactor(u, code, recovery, now)
 }
