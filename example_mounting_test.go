@@ -13,7 +13,7 @@ func Example_mounting() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	master, _, err := nmauth.LoadMasterKey(nmauth.MasterKeyOptions{}) // MASTER_KEY or config/environments/<env>.yaml
+	master, _, err := nmauth.LoadMasterKey(nmauth.MasterKeyOptions{}) // from MASTER_KEY; or nmauth.NewMasterKey(key, false, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
