@@ -319,8 +319,8 @@ type UserLogin struct {
 //
 // The attempt is counted against the account and the client address in
 // ctx (see [WithClientAddr]) before the password is checked; too many
-// failures from one address answer a [*RetryError] for [ErrThrottled] to that address
-// only (see the README's Security section for the rules).
+// failures from one address answer a [*RetryError] for [ErrThrottled] to
+// that address only (see the README's Security section for the rules).
 func (a *Authenticator) LoginUser(ctx context.Context, username, password string) (UserLogin, error) {
 	name, nameErr := PrepareUsername(username)
 	pw, pwErr := preparePassword(password)

@@ -127,9 +127,9 @@ func newPasswordHasher(concurrency, queue int, rnd io.Reader) *passwordHasher {
 	}
 }
 
-// acquire waits for a slot. It fails at once with a [*RetryError] for [ErrOverloaded]
-// when the queue is full, and with ctx.Err() if ctx ends first. On success
-// the caller must call the returned release.
+// acquire waits for a slot. It fails at once with a [*RetryError] for
+// [ErrOverloaded] when the queue is full, and with ctx.Err() if ctx ends
+// first. On success the caller must call the returned release.
 func (h *passwordHasher) acquire(ctx context.Context) (release func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
