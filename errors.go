@@ -73,6 +73,7 @@ type RetryError struct {
 	RetryAfter time.Duration
 }
 
+// Error says why and for how long to wait.
 func (e *RetryError) Error() string {
 	reason := "nmauth: try again later"
 	if e.Reason != nil {
