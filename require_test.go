@@ -55,6 +55,18 @@ func newRequireCredentials(t *testing.T, wire nmauth.WireProfile) requireCredent
 	return requireCredentials{auth: auth, master: masterKey, user: user.AuthToken, host: host.AuthToken, node: node}
 }
 
+// serveBearer runs h on a request with an optional bearer credential.
+func serveBearer(h http.Handler, bearer string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/app", nil)
+	req.RemoteAddr = "192.0.2.1:1"
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
 // TestRequire checks the one-step guard, alone and in both orders with
 // Middleware: a wrong order changes no answer. 401 (with WWW-Authenticate)
 // is for no credential or a bad one only; a valid credential of another
@@ -90,7 +102,7 @@ func TestRequire(t *testing.T) {
 			for gname, h := range guards {
 				for _, tc := range cases {
 					seen = nmauth.Principal{}
-					rec := serve(h, "192.0.2.1:1", tc.bearer)
+					rec := serveBearer(h, tc.bearer)
 					if rec.Code != tc.status {
 						t.Errorf("%s, %s: status %d, want %d", gname, tc.name, rec.Code, tc.status)
 						continue
