@@ -15,7 +15,9 @@ import (
 // every other field has a default, given in its comment, used when the
 // field is left zero.
 type Config struct {
-	// Store keeps users, hosts and their counters. Required.
+	// Store keeps users, hosts and their counters. Required, and not a
+	// nil pointer. A call of it that panics fails that call alone, as a
+	// 500 over HTTP, with the stack in the log; the process goes on.
 	Store Store
 
 	// Secrets are the root secrets, each at least 32 random bytes. The
@@ -202,8 +204,11 @@ const (
 // request context; see [FromContext].
 type Principal struct {
 	Kind PrincipalKind `json:"kind"`
-	// Name is the username, host id or node id; "master" for the master key.
-	Name string `json:"name"`
+	// Name is the username, host id or node id. It is empty for the master
+	// key, which thus never shares a name with an account (no username,
+	// host id or node id is empty, and a user may be named "master"):
+	// tell the master key by its Kind, or with [Principal.IsMaster].
+	Name string `json:"name,omitempty"`
 	// Network is the network of a node token.
 	Network string `json:"network,omitempty"`
 	// TOTP reports that the token came from a login that passed TOTP.
@@ -216,6 +221,9 @@ type Principal struct {
 	// absent for the master key and for node tokens bound to no host.
 	generation generationClaim
 }
+
+// IsMaster reports whether p is the master key.
+func (p Principal) IsMaster() bool { return p.Kind == KindMaster }
 
 type principalKey struct{}
 
@@ -249,8 +257,8 @@ type Authenticator struct {
 
 // New validates cfg, fills its defaults and returns an Authenticator.
 func New(cfg Config) (*Authenticator, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("nmauth: Config.Store is required")
+	if err := checkStore(cfg.Store); err != nil {
+		return nil, err
 	}
 	cfg.setDefaults()
 	for _, d := range []time.Duration{cfg.UserTokenTTL, cfg.PreAuthTokenTTL, cfg.HostTokenTTL, cfg.NodeTokenTTL, cfg.EnrollmentTTL, cfg.ReenrollWindow, cfg.StoreTimeout} {
@@ -271,10 +279,9 @@ func New(cfg Config) (*Authenticator, error) {
 		kindHost:    cfg.HostTokenTTL,
 		kindNode:    cfg.NodeTokenTTL,
 	}
-	faults := &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second}
 	// Every Store call, the bearer check's included, goes through the
 	// guard: under the deadline, its failures answered as the server's.
-	store := &guardedStore{Store: cfg.Store, timeout: cfg.StoreTimeout, log: faults}
+	store := newGuardedStore(cfg)
 	a := &Authenticator{
 		cfg:     cfg,
 		store:   store,
@@ -312,8 +319,8 @@ type UserLogin struct {
 //
 // The attempt is counted against the account and the client address in
 // ctx (see [WithClientAddr]) before the password is checked; too many
-// failures from one address answer a [*ThrottledError] to that address
-// only (see the README's Security section for the rules).
+// failures from one address answer a [*RetryError] for [ErrThrottled] to
+// that address only (see the README's Security section for the rules).
 func (a *Authenticator) LoginUser(ctx context.Context, username, password string) (UserLogin, error) {
 	name, nameErr := PrepareUsername(username)
 	pw, pwErr := preparePassword(password)
@@ -415,7 +422,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 	var disabled bool
 	err = t.update(ctx, func(acc account) error {
 		if wait := takeAttempt(acc, client, now); wait > 0 {
-			return &ThrottledError{RetryAfter: wait}
+			return &RetryError{Reason: ErrThrottled, RetryAfter: wait}
 		}
 		hash, disabled = *acc.hash, *acc.disabled
 		return nil
@@ -624,8 +631,13 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 // authentication route, after the application has checked the node. The
 // network and the node id take the form of a host id (1 to 128 printable
 // characters without spaces), else [ErrInvalidNetwork] or [ErrInvalidHost];
-// the node id is kept as given, since the application named it.
-func (a *Authenticator) IssueNodeToken(network, nodeID string) (string, error) {
+// the node id is kept as given, since the application named it. ctx is
+// the request's, as for every other method: once it is done, no token is
+// minted and its error is returned.
+func (a *Authenticator) IssueNodeToken(ctx context.Context, network, nodeID string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	if !validNetwork(network) {
 		return "", ErrInvalidNetwork
 	}

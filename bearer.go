@@ -29,7 +29,7 @@ func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Pri
 	if !ok {
 		if a.cfg.MasterKey.Check(credential) {
 			a.emit(ctx, Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
-			return Principal{Kind: KindMaster, Name: "master"}, nil
+			return Principal{Kind: KindMaster}, nil
 		}
 		var err error
 		if p, err = a.parseBearer(credential); err != nil {

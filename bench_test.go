@@ -136,7 +136,7 @@ func benchBearer(tb testing.TB) (warm, cold *Authenticator, creds benchCredentia
 	if err != nil {
 		tb.Fatal(err)
 	}
-	node, err := warm.IssueNodeToken("home", "node-1")
+	node, err := warm.IssueNodeToken(ctx, "home", "node-1")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -485,7 +485,7 @@ func BenchmarkInitTOTP(b *testing.B) {
 	if err := store.CreateUser(ctx, User{Name: benchUser, PasswordHash: "unused"}); err != nil {
 		b.Fatal(err)
 	}
-	master := Principal{Kind: KindMaster, Name: "master"}
+	master := Principal{Kind: KindMaster}
 	b.ReportAllocs()
 	cpu := startCPU(b)
 	for b.Loop() {

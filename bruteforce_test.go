@@ -75,13 +75,13 @@ func newVictim(t *testing.T) (*fixture, string) {
 	f := newFixture(t)
 	f.addUser(victim, victimPassword)
 	ctx := context.Background()
-	master := nmauth.Principal{Kind: nmauth.KindMaster, Name: "master"}
+	master := nmauth.Principal{Kind: nmauth.KindMaster}
 	e, err := f.auth.InitTOTP(ctx, master, victim)
 	if err != nil {
 		t.Fatal(err)
 	}
 	secret := secretOf(t, e.URL)
-	if _, err := f.auth.CompleteTOTP(ctx, master, victim, e.URL, e.Signature, f.code(secret, 0)); err != nil {
+	if _, err := f.auth.CompleteTOTP(ctx, master, victim, e.URL, e.Signature, f.code(secret, 0), ""); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(30 * time.Second) // past the step just used
@@ -150,7 +150,7 @@ func runTOTPAttack(t *testing.T, f *fixture, secret string, window time.Duration
 		// The fixture's clock moves a microsecond per read, and a real login
 		// reads it more often than a minted token: compare to the millisecond.
 		ev := attackEvent{at: f.clock.Now().Sub(start).Truncate(time.Millisecond)}
-		var throttled *nmauth.ThrottledError
+		var throttled *nmauth.RetryError
 		switch {
 		case err == nil:
 			t.Fatalf("a wrong code was accepted at %s", ev.at)

@@ -13,7 +13,7 @@ func Example_mounting() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	master, _, err := nmauth.LoadMasterKey(nmauth.MasterKeyOptions{}) // MASTER_KEY or config/environments/<env>.yaml
+	master, _, err := nmauth.LoadMasterKey(nmauth.MasterKeyOptions{}) // from MASTER_KEY; or nmauth.NewMasterKey(key, false, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -25,12 +25,12 @@ func Example_mounting() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	usersOnly := auth.RequireKinds(nmauth.KindUser, nmauth.KindMaster)
+	usersOnly := auth.Require(nmauth.KindUser, nmauth.KindMaster) // checks the bearer and its kind
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler()) // the login and TOTP routes; your more specific routes still win
 	mux.Handle("GET /api/networks", auth.Middleware(networks{auth}))
-	mux.Handle("DELETE /api/networks/{network}", auth.Middleware(usersOnly(networks{auth})))
+	mux.Handle("DELETE /api/networks/{network}", usersOnly(networks{auth}))
 	log.Fatal(http.ListenAndServe("127.0.0.1:8081", mux))
 }
 
@@ -43,5 +43,5 @@ func (n networks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n.auth.WriteError(w, r, nmauth.ErrForbidden) // the same envelope and status as nmauth's own routes
 		return
 	}
-	n.auth.WriteResponse(w, http.StatusOK, "networks of "+p.Name, []string{"default"})
+	n.auth.WriteResponse(w, r, http.StatusOK, "networks of "+p.Name, []string{"default"})
 }

@@ -84,7 +84,7 @@ func fleetNodeTokens(b *testing.B, n int) []string {
 	if len(fleetNodes.tokens) < n {
 		a := fleetAuth(b, NewMemoryStore(), nil)
 		for i := len(fleetNodes.tokens); i < n; i++ {
-			tok, err := a.IssueNodeToken("net-1", fmt.Sprintf("node-%07d", i))
+			tok, err := a.IssueNodeToken(b.Context(), "net-1", fmt.Sprintf("node-%07d", i))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -10,7 +10,6 @@ require (
 	github.com/makiuchi-d/gozxing v0.1.1
 	github.com/maypok86/otter/v2 v2.4.0
 	github.com/pquerna/otp v1.5.0
-	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/crypto v0.48.0
 	golang.org/x/text v0.34.0
 	golang.org/x/time v0.14.0
@@ -31,6 +30,7 @@ require (
 	github.com/oasdiff/yaml3 v0.0.14 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/exp v0.0.0-20251023183803-a4bb9ffd2546 // indirect
 	golang.org/x/sync v0.19.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect

@@ -385,9 +385,9 @@ func TestPasswordHasherBound(t *testing.T) {
 
 			// Third caller is turned away at once.
 			err := third.call(ctx, h)
-			var overloaded *OverloadedError
-			if !errors.Is(err, ErrOverloaded) || !errors.As(err, &overloaded) || overloaded.RetryAfter != time.Second {
-				t.Fatalf("third caller got %v; want *OverloadedError{RetryAfter: 1s}", err)
+			var overloaded *RetryError
+			if !errors.Is(err, ErrOverloaded) || errors.Is(err, ErrThrottled) || !errors.As(err, &overloaded) || overloaded.RetryAfter != time.Second {
+				t.Fatalf("third caller got %v; want *RetryError{Reason: ErrOverloaded, RetryAfter: 1s}", err)
 			}
 
 			// The waiting caller gives up when its context ends.

@@ -10,7 +10,7 @@ type Stats struct {
 	PasswordHashesRunning int
 	// PasswordHashesWaiting is how many callers wait for a slot now, at
 	// most the bound [Config.PasswordHashQueue] sets. A caller that finds the queue full
-	// is refused with an [*OverloadedError] and is not counted.
+	// is refused with a [*RetryError] for [ErrOverloaded] and is not counted.
 	PasswordHashesWaiting int
 	// TokenCache is the cache of bearer tokens that verified. A hit spares
 	// the token's parse and signature check; every other credential

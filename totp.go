@@ -179,31 +179,24 @@ var errSealedSecret = errors.New("nmauth: sealed totp secret")
 // errWrongEnrollmentCode is a wrong first code at complete-totp.
 var errWrongEnrollmentCode = fmt.Errorf("%w: wrong code", ErrInvalidEnrollment)
 
-// CompleteTOTP finishes an enrollment started by [Authenticator.InitTOTP]:
-// it checks the signature and a code from the authenticator app, then
-// stores the secret sealed and turns TOTP on. It returns the user's new
-// recovery codes, which replace any earlier ones. Turning TOTP on revokes
-// every token of the account; a user enrolling themself gets a fresh
-// token that passed TOTP in [Completion.AuthToken]. A user who already has
-// TOTP on replaces it with [Authenticator.ReplaceTOTP]; here only the
-// master key may.
-func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username, url, signature, code string) (Completion, error) {
-	return a.completeTOTP(ctx, p, username, url, signature, code, "")
-}
-
-// ReplaceTOTP is [Authenticator.CompleteTOTP] for a user who already has
-// TOTP on and replaces their second factor: current must be a code of the
-// current secret or an unused recovery code, counted as a verify-totp code
-// is. For a user without TOTP, current is ignored.
-func (a *Authenticator) ReplaceTOTP(ctx context.Context, p Principal, username, url, signature, code, current string) (Completion, error) {
-	return a.completeTOTP(ctx, p, username, url, signature, code, current)
-}
-
 // errCurrentFactorNeeded refuses a replacement of a second factor without
 // a code of the current one.
 var errCurrentFactorNeeded = fmt.Errorf("%w: replacing TOTP needs a current code or a recovery code", ErrForbidden)
 
-func (a *Authenticator) completeTOTP(ctx context.Context, p Principal, username, url, signature, code, current string) (Completion, error) {
+// CompleteTOTP finishes an enrollment started by [Authenticator.InitTOTP],
+// for p on behalf of the user named username: it checks the signature and
+// code, a code of the new secret from the authenticator app, then stores
+// the secret sealed and turns TOTP on. It returns the user's new recovery
+// codes, which replace any earlier ones. Turning TOTP on revokes every
+// token of the account; a user enrolling themself gets a fresh token that
+// passed TOTP in [Completion.AuthToken].
+//
+// The same call replaces the second factor of a user who already has TOTP
+// on. Then, unless p is the master key, current must be a code of the
+// current secret or an unused recovery code, counted as a verify-totp code
+// is (else [ErrForbidden]); in every other case current is ignored, and ""
+// will do.
+func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username, url, signature, code, current string) (Completion, error) {
 	u, err := a.enrollee(ctx, p, username)
 	if err != nil {
 		return Completion{}, err
@@ -287,7 +280,7 @@ func (a *Authenticator) completeTOTP(ctx context.Context, p Principal, username,
 // under the same backoff and counters as verify-totp.
 func (a *Authenticator) checkCurrentFactor(u *User, code string, recovery bool, now time.Time) secondFactor {
 	if now.Before(u.TOTPBlockedUntil) {
-		return secondFactor{abort: &ThrottledError{RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
 	return a.matchSecondFactor(u, code, recovery, now)
 }
@@ -386,7 +379,7 @@ func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recov
 		u.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.PreAuthID), []byte(c.ID)) != 1:
 		return secondFactor{abort: ErrUnauthenticated}
 	case now.Before(u.TOTPBlockedUntil):
-		return secondFactor{abort: &ThrottledError{RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
 	return a.matchSecondFactor(u, code, recovery, now)
 }

@@ -315,7 +315,7 @@ func testUpdateAborts(t *testing.T, s nmauth.Store) {
 	}{
 		{"plain", errors.New("storetest: abort")},
 		{"wrapped sentinel", fmt.Errorf("storetest: %w", nmauth.ErrInvalidCode)},
-		{"typed", &nmauth.ThrottledError{RetryAfter: time.Minute}},
+		{"typed", &nmauth.RetryError{Reason: nmauth.ErrThrottled, RetryAfter: time.Minute}},
 	}
 	for _, tc := range errs {
 		t.Run(tc.name, func(t *testing.T) {
