@@ -178,6 +178,13 @@ func reseal(ctx context.Context, c *cli, o *options, _ []string) error {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "resealed %d TOTP secrets under the first root secret\n", n)
+		hosts, err := b.auth.HostsUnderOlderSecrets(ctx)
+		if err != nil {
+			return err
+		}
+		if hosts > 0 {
+			fmt.Fprintf(c.stdout, "%d hosts keep their secret's digest under an older root secret until their next login; keep the older secrets until reseal reports none\n", hosts)
+		}
 		return nil
 	})
 }
