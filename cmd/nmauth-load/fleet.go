@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,9 +101,12 @@ func printFleet(w io.Writer, f *fleet, pid int) error {
 	return nil
 }
 
-// seedFleet creates the fleet's hosts in store for -serve. Only the first
-// password is hashed; the others share its hash, so a fleet of a million
-// hosts is made in seconds.
+// seedFleet creates the fleet's hosts in store for -serve. A password
+// that qualifies as a machine secret is kept as a digest bound to each
+// host, cheap to make, so every host is created through the library; an
+// argon2id hash is bound to no host, so it is made once and the other
+// hosts share it, and a fleet of a million hosts is made in seconds either
+// way.
 func seedFleet(ctx context.Context, o *options, auth *nmauth.Authenticator, store nmauth.Store, out io.Writer) error {
 	if o.fleetHosts == 0 {
 		return nil
@@ -118,9 +122,15 @@ func seedFleet(ctx context.Context, o *options, auth *nmauth.Authenticator, stor
 	if err != nil {
 		return err
 	}
+	shared := strings.HasPrefix(h.PasswordHash, "$argon2id$")
 	for i := 1; i < o.fleetHosts; i++ {
 		h.ID = fleetHostID(o.fleetPrefix, i)
-		if err := store.CreateHost(ctx, h); err != nil {
+		if shared {
+			err = store.CreateHost(ctx, h)
+		} else {
+			err = auth.CreateHost(ctx, h.ID, "", o.fleetPassword)
+		}
+		if err != nil {
 			return err
 		}
 	}

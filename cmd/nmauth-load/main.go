@@ -20,9 +20,11 @@
 //	             since its last login, and calls GET /api/whoami otherwise
 //
 // The fleet scenario's hosts share one password. -serve creates them with
-// -fleet-hosts (hashing it once); for nmauthd, add one host with
-// `nmauthd host add` and copy its row in SQL. With -pid the fleet
-// scenario also reports the server's resident memory.
+// -fleet-hosts; for nmauthd, import them with `nmauthd host import`, one
+// "ID PASSWORD" line each. A password that qualifies as a machine secret,
+// as netclient's 32 base32 characters do, costs the server microseconds a
+// login; any other an argon2id hash. With -pid the fleet scenario also
+// reports the server's resident memory.
 //
 // Each verification needs a fresh pre-auth token and a step the user has
 // not used, so verify-totp needs many users with TOTP on. nmauthd has no
