@@ -26,6 +26,10 @@ type source func(ctx context.Context) (*requestSpec, error)
 // requestSpec is one request and what to do once it is answered.
 type requestSpec struct {
 	req *http.Request
+	// from, when not negative, picks the source address the request goes
+	// out from (modulo -sources), as a client that keeps its address;
+	// negative takes the next in turn.
+	from int
 	// done, when set, learns the status of the answer.
 	done func(status int)
 	// answered, when set, gets the whole answer.
@@ -157,7 +161,7 @@ func drive(ctx context.Context, a *api, name string, next source, b bounds) (*re
 					return
 				}
 				t0 := time.Now()
-				ans, err := a.do(spec.req)
+				ans, err := a.doFrom(spec.req, spec.from)
 				if err != nil {
 					if ctx.Err() == nil {
 						st.transport++

@@ -28,7 +28,8 @@ type fleetHost struct {
 
 // fleet is the state of the fleet scenario: N hosts taken in turn, each of
 // which logs in when it has no token or its token's lifetime is over, and
-// otherwise calls whoami with its token.
+// otherwise calls whoami with its token. Host i keeps one source address,
+// number i modulo -sources, as a real host keeps its own.
 type fleet struct {
 	a        *api
 	prefix   string
@@ -63,12 +64,12 @@ func (f *fleet) source(ctx context.Context) (*requestSpec, error) {
 	if !login {
 		f.whoamis.Add(1)
 		req, err := f.a.newRequest(ctx, http.MethodGet, "/api/whoami", token, nil)
-		return &requestSpec{req: req}, err
+		return &requestSpec{req: req, from: i}, err
 	}
 	f.logins.Add(1)
 	id := fleetHostID(f.prefix, i)
 	req, err := f.a.newRequest(ctx, http.MethodPost, "/api/hosts/adm/authenticate", "", nmauth.HostAuthRequest{ID: id, Password: f.password})
-	return &requestSpec{req: req, answered: func(ans answer) { f.keep(h, ans) }}, err
+	return &requestSpec{req: req, from: i, answered: func(ans answer) { f.keep(h, ans) }}, err
 }
 
 // keep stores the token of a host's successful login; a failed one is
