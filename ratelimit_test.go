@@ -119,7 +119,7 @@ func TestClientLimitGivesBackNoGuesses(t *testing.T) {
 		evaluated := 0
 		check := f.auth.Limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Authorization") == "Bearer right" {
-				f.auth.WriteResponse(w, http.StatusOK, "ok", nil)
+				f.auth.WriteResponse(w, r, http.StatusOK, "ok", nil)
 				return
 			}
 			evaluated++
