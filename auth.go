@@ -82,15 +82,20 @@ type Config struct {
 
 	// ClientRate is how many login and verify-totp attempts per second
 	// one client address may make, after a burst of ClientBurst. It slows
-	// an attacker who tries one password on many accounts. Defaults to 1
-	// per second; a negative value turns the limit off.
+	// an attacker who tries one password on many accounts. An attempt
+	// that succeeds is given back once answered, so that clients behind
+	// one address are not slowed by their own logins (see
+	// [Authenticator.Limit]). Defaults to 1 per second; a negative value
+	// turns the limit off.
 	ClientRate float64
 	// ClientBurst is how many attempts a client may make at once. Defaults
 	// to 20.
 	ClientBurst int
 	// TrustedProxies are the addresses of reverse proxies whose
-	// X-Forwarded-For header names the client. By default none: the client
-	// is the connection's peer.
+	// X-Forwarded-For header names the client: the nearest address in it,
+	// from the right, that is not itself a trusted proxy. A request from a
+	// trusted proxy without the header is the proxy's own. By default
+	// none: the client is the connection's peer.
 	TrustedProxies []netip.Prefix
 
 	// RefuseMACChange refuses, with [ErrForbidden], a host login with the
@@ -292,7 +297,7 @@ func New(cfg Config) (*Authenticator, error) {
 		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),
 		tokens:  newTokenCache(cfg.TokenCacheSize, cfg.Now),
 		status:  newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store)),
-		clients: newClientLimiter(cfg.ClientRate, cfg.ClientBurst, cfg.TrustedProxies),
+		clients: newClientLimiter(cfg),
 		log:     cfg.Logger,
 	}
 	return a, nil

@@ -109,23 +109,63 @@ func (a *Authenticator) Handler() http.Handler {
 // ([Config.ClientRate], [Config.ClientBurst]) to next: one limiter, shared
 // with them, so a client's attempts count against one budget whichever
 // route they go to. Past the limit it answers 429 with Retry-After and
-// emits [EventClientThrottled]. It names the client address to next's
-// request context (see [WithClientAddr]), taken from the connection or a
-// trusted proxy's X-Forwarded-For ([Config.TrustedProxies]), so that the
-// login methods count attempts per client and events name it. Wrap an
-// application's own routes that check a secret, such as a node route
-// that calls [Authenticator.IssueNodeToken] after checking a node key.
+// emits [EventClientThrottled]. An attempt that next answers with a 2xx
+// status, a right credential, is given back once answered: a fleet behind
+// one address is not slowed by its own logins, while each wrong guess
+// still costs one attempt (see the README's "Behind a reverse proxy").
+// It names the client address to next's request context (see
+// [WithClientAddr]), taken from the connection or a trusted proxy's
+// X-Forwarded-For ([Config.TrustedProxies]), so that the login methods
+// count attempts per client and events name it. Wrap an application's own
+// routes that check a secret, such as a node route that calls
+// [Authenticator.IssueNodeToken] after checking a node key, and answer
+// 2xx only when the secret was right.
 func (a *Authenticator) Limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = r.WithContext(WithClientAddr(r.Context(), clientAddr(r, a.cfg.TrustedProxies)))
-		if d := a.clients.wait(r, a.now()); d > 0 {
+		now := a.now()
+		addr := a.clients.clientOf(r, now)
+		r = r.WithContext(WithClientAddr(r.Context(), addr))
+		b, d := a.clients.take(addr, now)
+		if d > 0 {
 			a.emit(r.Context(), Event{Type: EventClientThrottled})
 			a.WriteError(w, r, &RetryError{Reason: ErrThrottled, RetryAfter: d})
 			return
 		}
-		next.ServeHTTP(w, r)
+		if b == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status >= 200 && sw.status < 300 {
+			a.clients.giveBack(b, a.now())
+		}
 	})
 }
+
+// statusWriter notes the status of the answer written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	// An informational answer (1xx) comes before the real one.
+	if w.status == 0 && status >= 200 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets [http.ResponseController] reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Middleware lets a request through only with a valid bearer credential
 // (see [Authenticator.CheckBearer]) and puts its [Principal] in the

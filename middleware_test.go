@@ -33,7 +33,11 @@ var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { 
 func TestLimitSharesTheLoginBudget(t *testing.T) {
 	f := newFixture(t, func(c *nmauth.Config) { c.ClientRate, c.ClientBurst = 1, 2 })
 	f.addUser("alice", "correct horse battery")
-	app := f.auth.Limit(okHandler)
+	// An application route that checks a key of its own, and finds it
+	// wrong: a right one would give its attempt back.
+	app := f.auth.Limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.auth.WriteError(w, r, nmauth.ErrInvalidCredentials)
+	}))
 	login := func(remote string) int {
 		req := httptest.NewRequest(http.MethodPost, "/api/users/adm/authenticate",
 			strings.NewReader(`{"username":"alice","password":"correct horse battery"}`))
@@ -45,7 +49,7 @@ func TestLimitSharesTheLoginBudget(t *testing.T) {
 	}
 
 	for range 2 {
-		if rec := serve(app, "192.0.2.7:1000", ""); rec.Code != http.StatusNoContent {
+		if rec := serve(app, "192.0.2.7:1000", ""); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("app route within the burst: %d", rec.Code)
 		}
 	}

@@ -1,8 +1,8 @@
 package nmauth
 
 // Stats is what an [Authenticator] reports of its load, for metrics: the
-// password-hash queue and the two caches of the bearer check. Counts only
-// grow; the other fields are gauges.
+// password-hash queue, the two caches of the bearer check and the
+// per-client limit. Counts only grow; the other fields are gauges.
 type Stats struct {
 	// PasswordHashesRunning is how many password hashes and verifications
 	// hold a slot now, at most the bound [Config.PasswordHashConcurrency]
@@ -21,6 +21,8 @@ type Stats struct {
 	// bearer check's question whether a user or host is still active
 	// without reading the Store; a miss reads the Store.
 	StatusCache CacheStats
+	// Clients is the per-client limit of the login routes.
+	Clients ClientStats
 }
 
 // CacheStats describes one cache of an [Authenticator]. All its fields
@@ -33,10 +35,10 @@ type CacheStats struct {
 	Size int
 }
 
-// Stats returns a snapshot of the Authenticator's password-hash queue and
-// caches. It takes no lock and allocates nothing, so it may be called on
-// every scrape; under load its fields are read one after another rather
-// than at one instant.
+// Stats returns a snapshot of the Authenticator's password-hash queue,
+// caches and per-client limit. It takes no lock and allocates nothing, so
+// it may be called on every scrape; under load its fields are read one
+// after another rather than at one instant.
 func (a *Authenticator) Stats() Stats {
 	running, waiting := a.hasher.load()
 	return Stats{
@@ -44,6 +46,7 @@ func (a *Authenticator) Stats() Stats {
 		PasswordHashesWaiting: waiting,
 		TokenCache:            a.tokens.stats(),
 		StatusCache:           a.status.stats(),
+		Clients:               a.clients.stats(),
 	}
 }
 

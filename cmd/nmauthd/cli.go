@@ -42,10 +42,12 @@ type options struct {
 	logJSON     bool
 	mac         string
 	wire        string
-	// corsOrigins and networks may be given more than once.
-	corsOrigins stringList
-	networks    stringList
-	set         map[string]bool // flags given on the command line
+	// corsOrigins, networks and trustedProxies may be given more than
+	// once.
+	corsOrigins    stringList
+	networks       stringList
+	trustedProxies prefixList
+	set            map[string]bool // flags given on the command line
 }
 
 // stringList is a flag that may be given more than once.
@@ -69,8 +71,8 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr"}, run: serve,
-		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr)"},
+	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr", "trusted-proxy"}, run: serve,
+		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr, --trusted-proxy)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -132,6 +134,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.wire, "wire", "spec", "answer in the spec's format (spec) or Netmaker's (netmaker)")
 	fs.Var(&o.corsOrigins, "cors-origin", "let a web UI at this origin call the API; repeatable")
 	fs.Var(&o.networks, "network", "a network the host is a member of, for node login; repeatable")
+	fs.Var(&o.trustedProxies, "trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-For names the client; repeatable, else $NMAUTH_TRUSTED_PROXIES")
 	return fs
 }
 
@@ -209,7 +212,7 @@ func (c *cli) usage(w io.Writer) {
 	fmt.Fprintln(w, "Flags (before or after the command):")
 	var o options
 	newFlagSet(&o).VisitAll(func(f *flag.Flag) {
-		fmt.Fprintf(w, "  --%-11s %s (default %q)\n", f.Name, f.Usage, f.DefValue)
+		fmt.Fprintf(w, "  --%-14s %s (default %q)\n", f.Name, f.Usage, f.DefValue)
 	})
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Environment:")
@@ -217,6 +220,9 @@ func (c *cli) usage(w io.Writer) {
 	fmt.Fprintln(w, "  NMAUTH_ENV     the environment name for that file (default dev)")
 	fmt.Fprintln(w, "  NMAUTH_SECRET  root secrets, hex or base64, 32+ bytes, comma-separated, the first signs;")
 	fmt.Fprintln(w, "                 without it a SQLite database gets a 0600 file <db>.secret beside it")
+	fmt.Fprintln(w, "  NMAUTH_TRUSTED_PROXIES")
+	fmt.Fprintln(w, "                 the reverse proxies' addresses or CIDR prefixes, comma-separated, when no")
+	fmt.Fprintln(w, "                 --trusted-proxy is given (see the README's \"Behind a reverse proxy\")")
 }
 
 // oneLine keeps an error message on one line of the terminal.

@@ -121,6 +121,9 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
 	}
+	if o.trustedProxies, err = trustedProxies(o, c.getenv); err != nil {
+		return err
+	}
 	var m *metrics
 	var instrument func(*nmauth.Config)
 	if o.metricsAddr != "" {
@@ -155,7 +158,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	}
 	c.log.Info("listening", "addr", ln.Addr().String(), "db", b.db.name,
 		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev,
-		"wire", o.wire, "cors_origins", o.corsOrigins.String())
+		"wire", o.wire, "cors_origins", o.corsOrigins.String(), "trusted_proxies", o.trustedProxies.String())
 	mux := newMux(b.auth, wire)
 	addAdminRoutes(mux, b.auth, c.log)
 	var h http.Handler = mux
@@ -276,6 +279,8 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 		NodeMember: db.isMember,
 		OnEvent:    auditLogger(c.log),
 		Logger:     c.log,
+		// Set by serve only; the admin commands serve no requests.
+		TrustedProxies: o.trustedProxies,
 	}
 	if instrument != nil {
 		instrument(&cfg)
