@@ -1,4 +1,4 @@
-package nmauth_test
+package integration
 
 import (
 	"context"
