@@ -1,6 +1,6 @@
 module github.com/nmauth/nmauth
 
-go 1.25.0
+go 1.24.0
 
 require (
 	github.com/boombuler/barcode v1.1.0

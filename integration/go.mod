@@ -1,6 +1,6 @@
 module github.com/nmauth/nmauth/integration
 
-go 1.25.0
+go 1.24.0
 
 require (
 	github.com/jackc/pgx/v5 v5.8.0
