@@ -121,9 +121,6 @@ func TestEnrollmentThenLogin(t *testing.T) {
 		tok := f.userToken("alice", "correct horse battery")
 
 		e := f.initTOTP("alice", tok)
-		if got := nmauth.ReadQR(t, e.qr); got != e.url {
-			t.Fatalf("QR code holds %q, want %q", got, e.url)
-		}
 		for _, want := range []string{"otpauth://totp/", "issuer=nmauth", "algorithm=SHA1", "digits=6", "period=30", "alice"} {
 			if !strings.Contains(e.url, want) {
 				t.Fatalf("otp_auth_url %q lacks %q", e.url, want)

@@ -453,13 +453,15 @@ func TestPasswordHasherConcurrencyLimit(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
 	for range callers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			encoded, err := h.hash(context.Background(), testPassword)
 			if err == nil {
 				_, _, err = h.verify(context.Background(), encoded, testPassword)
 			}
 			errs <- err
-		})
+		}()
 	}
 	wg.Wait()
 	close(errs)

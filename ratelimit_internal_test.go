@@ -103,7 +103,9 @@ func TestClientLimiterConcurrent(t *testing.T) {
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for range 10 {
 				if b, wait := l.take(addr, now); wait == 0 {
 					allowed.Add(1)
@@ -111,7 +113,7 @@ func TestClientLimiterConcurrent(t *testing.T) {
 					l.giveBack(b, now) // more than was taken: a no-op past full
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if n := spend(l, addr, now); n != 20 {
@@ -124,13 +126,15 @@ func TestClientLimiterConcurrent(t *testing.T) {
 	l = testLimiter(clock2)
 	allowed.Store(0)
 	for range 8 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for range 10 {
 				if _, wait := l.take(addr, now); wait == 0 {
 					allowed.Add(1)
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if allowed.Load() != 20 {

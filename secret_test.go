@@ -112,7 +112,11 @@ func TestSecretFile(t *testing.T) {
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { got[i], _, errs[i] = nmauth.LoadOrCreateSecretFile(path) })
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i], _, errs[i] = nmauth.LoadOrCreateSecretFile(path)
+			}()
 		}
 		wg.Wait()
 		for i := range n {

@@ -22,6 +22,7 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/maypok86/otter/v2 v2.4.0 // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
@@ -42,6 +43,7 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/nmauth/nmauth v0.0.0-00010101000000-000000000000
+	github.com/nmauth/nmauth/openapitest v0.0.0-00010101000000-000000000000
 	github.com/oasdiff/yaml v0.1.1 // indirect
 	github.com/oasdiff/yaml3 v0.0.14 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
@@ -61,3 +63,7 @@ require (
 // The replace is also why "go install github.com/nmauth/nmauth/cmd/nmauthd@latest"
 // is refused: build the commands from a clone instead.
 replace github.com/nmauth/nmauth => ../
+
+// nmauthd's tests check its answers with the library's openapitest, a
+// module of its own beside the library, picked the same way.
+replace github.com/nmauth/nmauth/openapitest => ../openapitest

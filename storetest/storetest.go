@@ -705,10 +705,12 @@ func race(n int, fn func(i int) error) []error {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			<-start
 			errs[i] = fn(i)
-		})
+		}()
 	}
 	close(start)
 	wg.Wait()

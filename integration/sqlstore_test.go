@@ -1,4 +1,4 @@
-package nmauth_test
+package integration
 
 import (
 	"context"
@@ -101,7 +101,11 @@ func testSQLConcurrentStart(t *testing.T, d nmauth.Dialect, fresh func(*testing.
 	errs := make([]error, starts)
 	var wg sync.WaitGroup
 	for i, db := range dbs {
-		wg.Go(func() { _, errs[i] = nmauth.NewSQLStore(context.Background(), db, d) })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = nmauth.NewSQLStore(context.Background(), db, d)
+		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -414,10 +418,12 @@ func raceAcross(stores []nmauth.Store, perStore int, fn func(nmauth.Store) error
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range errs {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			<-start
 			errs[i] = fn(stores[i%len(stores)])
-		})
+		}()
 	}
 	close(start)
 	wg.Wait()
