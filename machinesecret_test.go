@@ -349,7 +349,9 @@ func TestMachineSecretNeverRefusedUnderLoad(t *testing.T) {
 	var wg sync.WaitGroup
 	var refused atomic.Int64
 	for i := range 16 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			ctx := nmauth.WithClientAddr(context.Background(), netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}))
 			for range 200 {
 				if _, err := f.auth.LoginHost(ctx, "h1", "", secret); err != nil {
@@ -358,9 +360,11 @@ func TestMachineSecretNeverRefusedUnderLoad(t *testing.T) {
 					return
 				}
 			}
-		})
+		}()
 	}
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		ctx := nmauth.WithClientAddr(context.Background(), netip.MustParseAddr("203.0.113.1"))
 		for range 200 {
 			_, err := f.auth.LoginHost(ctx, "h1", "", netclientPassword())
@@ -369,7 +373,7 @@ func TestMachineSecretNeverRefusedUnderLoad(t *testing.T) {
 				return
 			}
 		}
-	})
+	}()
 	wg.Wait()
 	if refused.Load() != 0 {
 		t.Errorf("%d right logins refused", refused.Load())
