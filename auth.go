@@ -295,7 +295,7 @@ func New(cfg Config) (*Authenticator, error) {
 		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
 		preAuth: newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
 		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),
-		tokens:  newTokenCache(cfg.TokenCacheSize, cfg.Now),
+		tokens:  newTokenCache(cfg.TokenCacheSize),
 		status:  newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store)),
 		clients: newClientLimiter(cfg),
 		log:     cfg.Logger,
