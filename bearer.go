@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/maypok86/otter/v2"
