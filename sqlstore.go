@@ -63,6 +63,10 @@ type SQLStore struct {
 	// single writer per database; queuing writers here rather than in
 	// SQLite's busy handler keeps waits fair and cancellable.
 	writes chan struct{}
+	// getUser and getHost are the reads of every login, prepared once
+	// (on each connection, as database/sql does) rather than parsed again
+	// by every call. They live as long as db.
+	getUser, getHost *sql.Stmt
 }
 
 var (
@@ -106,6 +110,13 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d Dialect) (*SQLStore, error) 
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
+	var err error
+	if s.getUser, err = db.PrepareContext(ctx, s.q.getUser); err != nil {
+		return nil, wrapSQL("prepare get user", err)
+	}
+	if s.getHost, err = db.PrepareContext(ctx, s.q.getHost); err != nil {
+		return nil, wrapSQL("prepare get host", err)
+	}
 	return s, nil
 }
 
@@ -130,7 +141,7 @@ func SQLiteDSN(path string) string {
 
 // GetUser implements [Store].
 func (s *SQLStore) GetUser(ctx context.Context, name string) (User, error) {
-	u, err := scanUser(s.db.QueryRowContext(ctx, s.q.getUser, name))
+	u, err := scanUser(s.getUser.QueryRowContext(ctx, name))
 	if err != nil {
 		return User{}, readErr("get user", err)
 	}
@@ -184,7 +195,7 @@ func (s *SQLStore) DeleteUser(ctx context.Context, name string) error {
 
 // GetHost implements [Store].
 func (s *SQLStore) GetHost(ctx context.Context, id string) (Host, error) {
-	h, err := scanHost(s.db.QueryRowContext(ctx, s.q.getHost, id))
+	h, err := scanHost(s.getHost.QueryRowContext(ctx, id))
 	if err != nil {
 		return Host{}, readErr("get host", err)
 	}

@@ -41,11 +41,12 @@ type CacheStats struct {
 // after another rather than at one instant.
 func (a *Authenticator) Stats() Stats {
 	running, waiting := a.hasher.load()
+	tokens := a.tokens.stats()
 	return Stats{
 		PasswordHashesRunning: running,
 		PasswordHashesWaiting: waiting,
-		TokenCache:            a.tokens.stats(),
-		StatusCache:           a.status.stats(),
+		TokenCache:            tokens,
+		StatusCache:           a.status.stats(tokens),
 		Clients:               a.clients.stats(),
 	}
 }
@@ -68,10 +69,14 @@ func (c *tokenCache) stats() CacheStats {
 	return CacheStats{Hits: s.Hits, Misses: s.Misses, Size: c.c.EstimatedSize()}
 }
 
-func (c *statusCache[V]) stats() CacheStats {
+// stats derives the hits from the token cache's (see statusCache.misses).
+func (c *statusCache[V]) stats(tokens CacheStats) CacheStats {
 	if c.c == nil {
 		return CacheStats{}
 	}
-	s := c.counts.Snapshot()
-	return CacheStats{Hits: s.Hits, Misses: s.Misses, Size: c.c.EstimatedSize()}
+	// The counters are read one after another while checks go on: a sum
+	// that comes out below zero is one caught between them.
+	misses := c.misses.Load()
+	hits := max(int64(tokens.Hits)-int64(c.lost.Load())+int64(c.extra.Load())-int64(misses), 0)
+	return CacheStats{Hits: uint64(hits), Misses: misses, Size: c.c.EstimatedSize()}
 }

@@ -25,6 +25,9 @@ type guardedStore struct {
 	// panics logs the Store's panics, apart from its failures, so that
 	// neither kind of line hides the other.
 	panics *faultLog
+	// idle hands a call to a goroutine that has run one before and waits
+	// for another (see run).
+	idle chan func()
 }
 
 // newGuardedStore puts cfg.Store under the guard, logging to cfg.Logger.
@@ -34,6 +37,39 @@ func newGuardedStore(cfg Config) *guardedStore {
 		timeout: cfg.StoreTimeout,
 		log:     &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second},
 		panics:  &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second},
+		idle:    make(chan func()),
+	}
+}
+
+// workerIdle is how long a goroutine that ran a Store call waits for the
+// next before it ends.
+const workerIdle = 10 * time.Second
+
+// run runs job on a goroutine of its own: one that ran a call before and
+// is waiting for the next, or else a new one. A SQL driver's call goes
+// deep, and a new goroutine would grow and copy its stack on every call;
+// one that is reused grew it once. A goroutine stays busy as long as its
+// call does, so a Store that hangs takes new goroutines, never the place
+// of a call that would answer.
+func (s *guardedStore) run(job func()) {
+	select {
+	case s.idle <- job:
+	default:
+		go s.work(job)
+	}
+}
+
+func (s *guardedStore) work(job func()) {
+	timer := time.NewTimer(workerIdle)
+	defer timer.Stop()
+	for {
+		job()
+		timer.Reset(workerIdle)
+		select {
+		case job = <-s.idle:
+		case <-timer.C:
+			return
+		}
 	}
 }
 
@@ -65,7 +101,7 @@ func (p *storePanic) Error() string {
 	return fmt.Sprintf("nmauth: the store panicked in %s: %v", p.what, p.value)
 }
 
-// call runs op under the deadline. op runs on its own goroutine so that
+// call runs op under the deadline. op runs on a goroutine of its own so that
 // the answer leaves at the deadline even if the Store does not honour its
 // context; the Store still gets the cancellation, so its transaction
 // rolls back. keep reports the errors that are not the Store's failures.
@@ -78,7 +114,7 @@ func (s *guardedStore) call(ctx context.Context, what string, op func(context.Co
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() {
+	s.run(func() {
 		defer func() {
 			if v := recover(); v != nil {
 				s.panics.storePanicked(what, v, debug.Stack())
@@ -86,7 +122,7 @@ func (s *guardedStore) call(ctx context.Context, what string, op func(context.Co
 			}
 		}()
 		done <- op(ctx)
-	}()
+	})
 	var err error
 	select {
 	case err = <-done:

@@ -142,6 +142,8 @@ type ringKey struct {
 	jwt    [numKinds][]byte
 	enroll []byte
 	seal   cipher.AEAD
+	// machine keys the digests of machine secrets (see machinesecret.go).
+	machine []byte
 }
 
 // keyRing holds the subkeys of every configured root secret. The first
@@ -181,6 +183,7 @@ func deriveRingKey(secret []byte) (*ringKey, error) {
 		k.jwt[kind] = subkey(secret, "nmauth jwt "+kindAudience[kind], 32)
 	}
 	k.enroll = subkey(secret, "nmauth enrollment signature", 32)
+	k.machine = subkey(secret, "nmauth machine secret", 32)
 	block, err := aes.NewCipher(subkey(secret, "nmauth totp seal", 32))
 	if err != nil {
 		return nil, err

@@ -85,6 +85,8 @@ var commands = []command{
 		help: "turn the user's TOTP off so the user can enroll again"},
 	{name: "host add", args: []string{"ID"}, flags: []string{"mac", "network"}, run: hostAdd,
 		help: "add a host (--mac, --network); password from stdin, or generated and printed"},
+	{name: "host import", run: hostImport,
+		help: "add hosts from stdin, one \"ID PASSWORD [MAC]\" a line, as netclient's hosts are moved over"},
 	{name: "host list", run: hostList,
 		help: "list hosts: id, disabled, MAC address"},
 	{name: "reseal", run: reseal,
