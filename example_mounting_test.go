@@ -1,6 +1,8 @@
 package nmauth_test
 
 import (
+	"context"
+	"errors"
 	"log"
 	"net/http"
 	"os"
@@ -9,6 +11,7 @@ import (
 )
 
 func Example_mounting() {
+	ctx := context.Background()
 	secrets, err := nmauth.ParseSecrets(os.Getenv("NMAUTH_SECRET")) // 32+ random bytes in hex or base64, kept outside the database
 	if err != nil {
 		log.Fatal(err)
@@ -23,6 +26,14 @@ func Example_mounting() {
 		MasterKey: master,
 	})
 	if err != nil {
+		log.Fatal(err)
+	}
+	// A database that holds accounts opens only under the root secret that wrote it.
+	if err := auth.CheckSecrets(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// A first account, for the login route; ErrExists once it is there.
+	if err := auth.CreateUser(ctx, "admin", os.Getenv("ADMIN_PASSWORD")); err != nil && !errors.Is(err, nmauth.ErrExists) {
 		log.Fatal(err)
 	}
 	usersOnly := auth.Require(nmauth.KindUser, nmauth.KindMaster) // checks the bearer and its kind
