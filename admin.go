@@ -25,7 +25,7 @@ func (a *Authenticator) CreateUser(ctx context.Context, username, password strin
 		return err
 	}
 	defer a.status.forget(KindUser, name)
-	return a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), Generation: gen})
+	return a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), State: UserState{AccountState: AccountState{Generation: gen}}})
 }
 
 // firstGeneration is the generation of a new account: random, so that the
@@ -75,8 +75,8 @@ func (a *Authenticator) EnableUser(ctx context.Context, username string) error {
 func (a *Authenticator) ResetTOTP(ctx context.Context, username string) error {
 	return a.updateUser(ctx, username, func(u *User) {
 		u.TOTPSecret, u.RecoveryCodes = nil, nil
-		u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
-		u.PreAuthID, u.PreAuthFailures = "", 0
+		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
+		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 	})
 }
 
@@ -105,7 +105,7 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, change 
 	defer a.status.forget(KindUser, name)
 	err = a.store.UpdateUser(ctx, name, func(u *User) error {
 		change(u)
-		u.Generation++
+		u.State.Generation++
 		return nil
 	})
 	if err == nil {
@@ -160,7 +160,7 @@ func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string
 		return err
 	}
 	defer a.status.forget(KindHost, id)
-	return a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), Generation: gen})
+	return a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), State: AccountState{Generation: gen}})
 }
 
 // DisableHost refuses the host's logins and revokes its tokens.
@@ -212,7 +212,7 @@ func (a *Authenticator) updateHost(ctx context.Context, id string, change func(*
 	defer a.status.forget(KindHost, id)
 	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
 		change(h)
-		h.Generation++
+		h.State.Generation++
 		return nil
 	})
 	if err == nil {
@@ -391,7 +391,7 @@ func (a *Authenticator) ListUsers(ctx context.Context, after string, limit int) 
 			Disabled:          u.Disabled,
 			TOTPEnabled:       u.TOTPEnabled(),
 			RecoveryCodesLeft: len(u.RecoveryCodes),
-			LockedUntil:       lockedUntil(now, u.PasswordClients, u.PasswordBlockedUntil, u.TOTPBlockedUntil),
+			LockedUntil:       lockedUntil(now, u.State.PasswordClients, u.State.PasswordBlockedUntil, u.State.TOTPBlockedUntil),
 			CreatedAt:         u.CreatedAt,
 		}
 	}
@@ -413,7 +413,7 @@ func (a *Authenticator) ListHosts(ctx context.Context, after string, limit int) 
 			ID:          h.ID,
 			MACAddress:  h.MACAddress,
 			Disabled:    h.Disabled,
-			LockedUntil: lockedUntil(now, h.PasswordClients, h.PasswordBlockedUntil),
+			LockedUntil: lockedUntil(now, h.State.PasswordClients, h.State.PasswordBlockedUntil),
 			CreatedAt:   h.CreatedAt,
 		}
 	}

@@ -75,12 +75,12 @@ type account struct {
 
 func userAccount(u *User) account {
 	return account{user: u, hash: &u.PasswordHash, disabled: &u.Disabled,
-		failures: &u.PasswordFailures, blocked: &u.PasswordBlockedUntil, clients: &u.PasswordClients}
+		failures: &u.State.PasswordFailures, blocked: &u.State.PasswordBlockedUntil, clients: &u.State.PasswordClients}
 }
 
 func hostAccount(h *Host) account {
 	return account{host: h, hash: &h.PasswordHash, disabled: &h.Disabled,
-		failures: &h.PasswordFailures, blocked: &h.PasswordBlockedUntil, clients: &h.PasswordClients}
+		failures: &h.State.PasswordFailures, blocked: &h.State.PasswordBlockedUntil, clients: &h.State.PasswordClients}
 }
 
 // takeAttempt checks the backoff that applies to client and, if there is

@@ -351,14 +351,14 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 // update that granted it: a user token, or with TOTP on a pre-auth token,
 // which becomes the one the user may redeem.
 func (a *Authenticator) grantUser(u *User, iat time.Time) (UserLogin, error) {
-	gen := u.Generation
+	gen := u.State.Generation
 	out := UserLogin{UserName: u.Name}
 	if u.TOTPEnabled() {
 		tok, jti, err := a.minter.mint(mintArgs{kind: kindPreAuth, subject: u.Name, issuedAt: iat, ttl: a.cfg.PreAuthTokenTTL, generation: &gen})
 		if err != nil {
 			return UserLogin{}, err
 		}
-		u.PreAuthID, u.PreAuthFailures = jti, 0
+		u.State.PreAuthID, u.State.PreAuthFailures = jti, 0
 		out.PreAuthToken, out.TOTPRequired = tok, true
 		return out, nil
 	}
@@ -782,7 +782,7 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 			return fmt.Errorf("%w: MAC address %q is not the host's", ErrForbidden, mac)
 		}
 		args := token(id)
-		args.issuedAt, args.generation = iat, &h.Generation
+		args.issuedAt, args.generation = iat, &h.State.Generation
 		var err error
 		tok, _, err = a.minter.mint(args)
 		return err

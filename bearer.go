@@ -299,11 +299,11 @@ func loadStatus(s Store) func(context.Context, accountKey) (accountStatus, error
 		case KindUser:
 			var u User
 			u, err = s.GetUser(ctx, k.name)
-			st = accountStatus{active: !u.Disabled, generation: u.Generation}
+			st = accountStatus{active: !u.Disabled, generation: u.State.Generation}
 		case KindHost:
 			var h Host
 			h, err = s.GetHost(ctx, k.name)
-			st = accountStatus{active: !h.Disabled, generation: h.Generation}
+			st = accountStatus{active: !h.Disabled, generation: h.State.Generation}
 		}
 		if errors.Is(err, ErrNotFound) {
 			return accountStatus{}, nil

@@ -67,10 +67,10 @@ func newScene(t *testing.T) *scene {
 	s.fg.gen = func(aud, sub string) uint64 {
 		if aud == audHost {
 			h, _ := s.store.GetHost(context.Background(), sub)
-			return h.Generation
+			return h.State.Generation
 		}
 		u, _ := s.store.GetUser(context.Background(), sub)
-		return u.Generation
+		return u.State.Generation
 	}
 	for _, name := range []string{"alice", "bob", "carol"} {
 		s.addUser(name, attackPassword)
@@ -166,7 +166,7 @@ func (s *scene) checkForger(t *testing.T) {
 		}
 	}
 	pre := s.fg.claims(audPreAuth, "carol", now, 5*time.Minute)
-	pre["jti"] = s.baseline.Users["carol"].PreAuthID
+	pre["jti"] = s.baseline.Users["carol"].State.PreAuthID
 	_, err := s.auth.VerifyTOTP(ctx, s.fg.sign(t, audPreAuth, pre), "carol", s.wrongCode())
 	if !errors.Is(err, nmauth.ErrInvalidCode) {
 		t.Fatalf("forged pre-auth token with the live id: %v, want the code judged wrong", err)
@@ -267,13 +267,19 @@ func clientFailed(clients []nmauth.ClientFailures) []nmauth.ClientFailures {
 
 func passwordFailed(name string) func(*storeState) {
 	return func(s *storeState) {
-		s.user(name, func(u *nmauth.User) { u.PasswordFailures++; u.PasswordClients = clientFailed(u.PasswordClients) })
+		s.user(name, func(u *nmauth.User) {
+			u.State.PasswordFailures++
+			u.State.PasswordClients = clientFailed(u.State.PasswordClients)
+		})
 	}
 }
 
 func hostPasswordFailed(id string) func(*storeState) {
 	return func(s *storeState) {
-		s.host(id, func(h *nmauth.Host) { h.PasswordFailures++; h.PasswordClients = clientFailed(h.PasswordClients) })
+		s.host(id, func(h *nmauth.Host) {
+			h.State.PasswordFailures++
+			h.State.PasswordClients = clientFailed(h.State.PasswordClients)
+		})
 	}
 }
 
@@ -285,7 +291,7 @@ func clientBlocked(n int, until time.Time) []nmauth.ClientFailures {
 
 func codeFailed(name string) func(*storeState) {
 	return func(s *storeState) {
-		s.user(name, func(u *nmauth.User) { u.TOTPFailures++; u.PreAuthFailures++ })
+		s.user(name, func(u *nmauth.User) { u.State.TOTPFailures++; u.State.PreAuthFailures++ })
 	}
 }
 
@@ -295,9 +301,9 @@ func userBlocked(name string, n int, until time.Time, totp bool) func(*storeStat
 	return func(s *storeState) {
 		s.user(name, func(u *nmauth.User) {
 			if totp {
-				u.TOTPFailures, u.TOTPBlockedUntil = n, until
+				u.State.TOTPFailures, u.State.TOTPBlockedUntil = n, until
 			} else {
-				u.PasswordFailures, u.PasswordClients = n, clientBlocked(n, until)
+				u.State.PasswordFailures, u.State.PasswordClients = n, clientBlocked(n, until)
 			}
 		})
 	}
@@ -323,7 +329,7 @@ func (s *scene) cases(t *testing.T) []hostileCase {
 
 	forgedPre := func(edit func(jwt.MapClaims)) string {
 		c := s.fg.claims(audPreAuth, "carol", now, 5*time.Minute)
-		c["jti"] = s.baseline.Users["carol"].PreAuthID
+		c["jti"] = s.baseline.Users["carol"].State.PreAuthID
 		edit(c)
 		return s.fg.sign(t, audPreAuth, c)
 	}
@@ -388,7 +394,7 @@ func (s *scene) cases(t *testing.T) []hostileCase {
 		{name: "host right password during backoff", req: hostLogin(jsonBody("id", "host-1", "password", hostPassword)), status: 429,
 			setup: func(st *storeState) {
 				st.host("host-1", func(h *nmauth.Host) {
-					h.PasswordFailures, h.PasswordClients = 6, clientBlocked(6, now.Add(2*time.Second))
+					h.State.PasswordFailures, h.State.PasswordClients = 6, clientBlocked(6, now.Add(2*time.Second))
 				})
 			}},
 		{name: "host body over 64 KiB", req: hostLogin(tooBig), status: 413},
@@ -532,7 +538,7 @@ func (s *scene) cases(t *testing.T) []hostileCase {
 		{name: "verify forged pre-auth token, live id, expired", req: verify(verifyPath("carol"), forgedPre(func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Second).Unix() }), goodCode), status: 401},
 		{name: "verify pre-auth audience signed with the user key", req: verify(verifyPath("carol"), func() string {
 			c := s.fg.claims(audPreAuth, "carol", now, 5*time.Minute)
-			c["jti"] = s.baseline.Users["carol"].PreAuthID
+			c["jti"] = s.baseline.Users["carol"].State.PreAuthID
 			return s.fg.sign(t, audUser, c)
 		}(), goodCode), status: 401},
 		{name: "verify pre-auth payload edited to live longer, old signature", req: verify(verifyPath("carol"), editSegment(t, s.pre, 1, func(c map[string]any) { c["exp"] = now.Add(time.Hour).Unix() }), goodCode), status: 401},

@@ -177,8 +177,8 @@ func TestMachineFailuresCounted(t *testing.T) {
 		}
 	}
 	h, _ := f.store.MemoryStore.GetHost(context.Background(), "h1")
-	if h.PasswordFailures != 5 {
-		t.Errorf("%d failures stored, want 5", h.PasswordFailures)
+	if h.State.PasswordFailures != 5 {
+		t.Errorf("%d failures stored, want 5", h.State.PasswordFailures)
 	}
 	for _, pw := range []string{netclientPassword(), secret} {
 		if _, err := f.auth.LoginHost(f.ctx, "h1", "", pw); !errors.Is(err, nmauth.ErrThrottled) {
@@ -269,7 +269,7 @@ func TestMachineSecretUpgrade(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
-			if err := f.store.CreateHost(context.Background(), nmauth.Host{ID: "h1", PasswordHash: c.stored, Generation: 7}); err != nil {
+			if err := f.store.CreateHost(context.Background(), nmauth.Host{ID: "h1", PasswordHash: c.stored, State: nmauth.AccountState{Generation: 7}}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := f.auth.LoginHost(f.ctx, "h1", "", "wrong-"+c.secret); !errors.Is(err, nmauth.ErrInvalidCredentials) {

@@ -606,11 +606,11 @@ func userArgs(u User) ([]any, error) {
 	if err != nil {
 		return nil, wrapSQL("encode recovery codes", err)
 	}
-	clients, err := encodeClients(u.PasswordClients)
+	clients, err := encodeClients(u.State.PasswordClients)
 	if err != nil {
 		return nil, err
 	}
-	times, err := encodeTimes(u.TOTPBlockedUntil, u.PasswordBlockedUntil, u.CreatedAt)
+	times, err := encodeTimes(u.State.TOTPBlockedUntil, u.State.PasswordBlockedUntil, u.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -620,10 +620,10 @@ func userArgs(u User) ([]any, error) {
 	}
 	return []any{
 		u.Name, u.PasswordHash, u.Disabled,
-		secret, u.TOTPLastStep, u.TOTPFailures, times[0],
-		u.PreAuthID, u.PreAuthFailures, string(codes),
-		u.PasswordFailures, times[1], clients,
-		int64(u.Generation), times[2],
+		secret, u.State.TOTPLastStep, u.State.TOTPFailures, times[0],
+		u.State.PreAuthID, u.State.PreAuthFailures, string(codes),
+		u.State.PasswordFailures, times[1], clients,
+		int64(u.State.Generation), times[2],
 	}, nil
 }
 
@@ -652,18 +652,18 @@ func decodeClients(s string) ([]ClientFailures, error) {
 
 // hostArgs returns h's column values in the order of sqlHostColumns.
 func hostArgs(h Host) ([]any, error) {
-	clients, err := encodeClients(h.PasswordClients)
+	clients, err := encodeClients(h.State.PasswordClients)
 	if err != nil {
 		return nil, err
 	}
-	times, err := encodeTimes(h.PasswordBlockedUntil, h.CreatedAt)
+	times, err := encodeTimes(h.State.PasswordBlockedUntil, h.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
 	return []any{
 		h.ID, h.MACAddress, h.PasswordHash, h.Disabled,
-		h.PasswordFailures, times[0], clients,
-		int64(h.Generation), times[1],
+		h.State.PasswordFailures, times[0], clients,
+		int64(h.State.Generation), times[1],
 	}, nil
 }
 
@@ -680,9 +680,9 @@ func scanUser(row rowScanner) (User, error) {
 	)
 	err := row.Scan(
 		&u.Name, &u.PasswordHash, &u.Disabled,
-		&u.TOTPSecret, &u.TOTPLastStep, &u.TOTPFailures, &totpBlocked,
-		&u.PreAuthID, &u.PreAuthFailures, &codes,
-		&u.PasswordFailures, &pwBlocked, &clients,
+		&u.TOTPSecret, &u.State.TOTPLastStep, &u.State.TOTPFailures, &totpBlocked,
+		&u.State.PreAuthID, &u.State.PreAuthFailures, &codes,
+		&u.State.PasswordFailures, &pwBlocked, &clients,
 		&gen, &made,
 	)
 	if err != nil {
@@ -691,12 +691,12 @@ func scanUser(row rowScanner) (User, error) {
 	if err := json.Unmarshal([]byte(codes), &u.RecoveryCodes); err != nil {
 		return User{}, fmt.Errorf("decode recovery codes of %q: %w", u.Name, err)
 	}
-	if u.PasswordClients, err = decodeClients(clients); err != nil {
+	if u.State.PasswordClients, err = decodeClients(clients); err != nil {
 		return User{}, fmt.Errorf("decode client failures of %q: %w", u.Name, err)
 	}
-	u.TOTPBlockedUntil = decodeTime(totpBlocked)
-	u.PasswordBlockedUntil = decodeTime(pwBlocked)
-	u.Generation = uint64(gen)
+	u.State.TOTPBlockedUntil = decodeTime(totpBlocked)
+	u.State.PasswordBlockedUntil = decodeTime(pwBlocked)
+	u.State.Generation = uint64(gen)
 	u.CreatedAt = decodeTime(made)
 	return u, nil
 }
@@ -709,17 +709,17 @@ func scanHost(row rowScanner) (Host, error) {
 	)
 	err := row.Scan(
 		&h.ID, &h.MACAddress, &h.PasswordHash, &h.Disabled,
-		&h.PasswordFailures, &pwBlocked, &clients,
+		&h.State.PasswordFailures, &pwBlocked, &clients,
 		&gen, &made,
 	)
 	if err != nil {
 		return Host{}, err
 	}
-	if h.PasswordClients, err = decodeClients(clients); err != nil {
+	if h.State.PasswordClients, err = decodeClients(clients); err != nil {
 		return Host{}, fmt.Errorf("decode client failures of %q: %w", h.ID, err)
 	}
-	h.PasswordBlockedUntil = decodeTime(pwBlocked)
-	h.Generation = uint64(gen)
+	h.State.PasswordBlockedUntil = decodeTime(pwBlocked)
+	h.State.Generation = uint64(gen)
 	h.CreatedAt = decodeTime(made)
 	return h, nil
 }

@@ -68,7 +68,7 @@ type claims struct {
 	// TOTP marks a user token minted by a login that passed TOTP.
 	TOTP bool `json:"totp,omitempty"`
 	// Generation is the account's revocation counter when the token was
-	// minted (see [User.Generation]); user, pre-auth and host tokens must
+	// minted (see [AccountState.Generation]); user, pre-auth and host tokens must
 	// carry it. Absent from node tokens an application mints itself.
 	Generation generationClaim `json:"gen,omitzero"`
 }

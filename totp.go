@@ -140,7 +140,7 @@ func (a *Authenticator) InitTOTP(ctx context.Context, p Principal, username stri
 	}
 	return Enrollment{
 		URL:       url,
-		Signature: a.ring.signer().enrollmentSignature(u.Name, url, u.Generation, a.now().Add(a.cfg.EnrollmentTTL)),
+		Signature: a.ring.signer().enrollmentSignature(u.Name, url, u.State.Generation, a.now().Add(a.cfg.EnrollmentTTL)),
 		QRCode:    qrCode,
 	}, nil
 }
@@ -202,7 +202,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 		return Completion{}, err
 	}
 	now := a.now()
-	gen := u.Generation
+	gen := u.State.Generation
 	if !a.ring.checkEnrollment(u.Name, url, signature, gen, now) {
 		return Completion{}, ErrInvalidEnrollment
 	}
@@ -238,7 +238,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 		if err := a.authorizeEnrollment(p, u, now); err != nil {
 			return err
 		}
-		if u.Generation != gen {
+		if u.State.Generation != gen {
 			return ErrInvalidEnrollment
 		}
 		if needCurrent != (p.Kind != KindMaster && u.TOTPEnabled()) {
@@ -249,15 +249,15 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 				return r.abort
 			}
 		}
-		u.TOTPSecret, u.TOTPLastStep = sealed, step
-		u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
-		u.PreAuthID, u.PreAuthFailures = "", 0
+		u.TOTPSecret, u.State.TOTPLastStep = sealed, step
+		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
+		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 		u.RecoveryCodes = hashes
-		u.Generation++
+		u.State.Generation++
 		if p.Kind != KindUser {
 			return nil
 		}
-		g := u.Generation
+		g := u.State.Generation
 		var err error
 		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL, generation: &g})
 		return err
@@ -279,8 +279,8 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 // checkCurrentFactor checks the code of the second factor being replaced,
 // under the same backoff and counters as verify-totp.
 func (a *Authenticator) checkCurrentFactor(u *User, code string, recovery bool, now time.Time) secondFactor {
-	if now.Before(u.TOTPBlockedUntil) {
-		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+	if now.Before(u.State.TOTPBlockedUntil) {
+		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.State.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
 	return a.matchSecondFactor(u, code, recovery, now)
 }
@@ -335,7 +335,7 @@ func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, 
 		if r = a.checkSecondFactor(u, c, code, recovery, now); r.abort != nil || r.failed != nil {
 			return r.abort
 		}
-		gen := u.Generation
+		gen := u.State.Generation
 		var err error
 		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL, generation: &gen})
 		return err
@@ -375,11 +375,11 @@ type secondFactor struct {
 // wrong codes alike.
 func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recovery bool, now time.Time) secondFactor {
 	switch {
-	case u.Disabled, !u.TOTPEnabled(), !c.Generation.present, c.Generation.value != u.Generation,
-		u.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.PreAuthID), []byte(c.ID)) != 1:
+	case u.Disabled, !u.TOTPEnabled(), !c.Generation.present, c.Generation.value != u.State.Generation,
+		u.State.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.State.PreAuthID), []byte(c.ID)) != 1:
 		return secondFactor{abort: ErrUnauthenticated}
-	case now.Before(u.TOTPBlockedUntil):
-		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+	case now.Before(u.State.TOTPBlockedUntil):
+		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.State.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
 	return a.matchSecondFactor(u, code, recovery, now)
 }
@@ -397,28 +397,28 @@ func (a *Authenticator) matchSecondFactor(u *User, code string, recovery bool, n
 		if err != nil {
 			return secondFactor{abort: fmt.Errorf("%w: %w", errSealedSecret, err)}
 		}
-		step, replayed := matchTOTP(secret, code, now, u.TOTPLastStep)
+		step, replayed := matchTOTP(secret, code, now, u.State.TOTPLastStep)
 		if ok = step >= 0; ok {
-			u.TOTPLastStep = step
+			u.State.TOTPLastStep = step
 		} else if replayed {
 			r.event = EventTOTPReplayed
 		}
 	}
 	if ok {
-		u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
-		u.PreAuthID, u.PreAuthFailures = "", 0
+		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
+		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 		return r
 	}
 	if r.event != EventTOTPReplayed {
 		r.event = EventTOTPFailed
 	}
 	r.failed = ErrInvalidCode
-	u.TOTPFailures++
-	u.PreAuthFailures++
-	if u.PreAuthFailures >= MaxTOTPFailuresPerToken {
-		u.PreAuthID, u.PreAuthFailures = "", 0
+	u.State.TOTPFailures++
+	u.State.PreAuthFailures++
+	if u.State.PreAuthFailures >= MaxTOTPFailuresPerToken {
+		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 	}
-	u.TOTPBlockedUntil = addDelay(now, totpDelay(u.TOTPFailures))
+	u.State.TOTPBlockedUntil = addDelay(now, totpDelay(u.State.TOTPFailures))
 	return r
 }
 

@@ -38,7 +38,7 @@ func TestMachineSecretsOverSQL(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := nmauth.WithClientAddr(context.Background(), netip.MustParseAddr("192.0.2.7"))
-			if err := stores[0].CreateHost(ctx, nmauth.Host{ID: "netclient-1", PasswordHash: string(imported), Generation: 1}); err != nil {
+			if err := stores[0].CreateHost(ctx, nmauth.Host{ID: "netclient-1", PasswordHash: string(imported), State: nmauth.AccountState{Generation: 1}}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := auths[0].LoginHost(ctx, "netclient-1", "", secret); err != nil {
@@ -58,8 +58,8 @@ func TestMachineSecretsOverSQL(t *testing.T) {
 			if _, err := auths[1].LoginHost(ctx, "netclient-1", "", strings.ToLower(secret)); !errors.Is(err, nmauth.ErrInvalidCredentials) {
 				t.Errorf("wrong secret: %v", err)
 			}
-			if h, _ := stores[0].GetHost(ctx, "netclient-1"); h.PasswordFailures != 1 {
-				t.Errorf("%d failures stored, want 1", h.PasswordFailures)
+			if h, _ := stores[0].GetHost(ctx, "netclient-1"); h.State.PasswordFailures != 1 {
+				t.Errorf("%d failures stored, want 1", h.State.PasswordFailures)
 			}
 		})
 	}

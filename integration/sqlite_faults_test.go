@@ -62,8 +62,8 @@ func TestSQLiteFaults(t *testing.T) {
 		wantUnavailable(t, g.userLogin(t, "correct horse battery"))
 		wantUnavailable(t, g.userLogin(t, "wrong password"))
 		wantUnavailable(t, g.hostLogin(t, "host-password-1"))
-		if u := getUser(t, store, "alice"); u.PasswordFailures != 0 {
-			t.Errorf("PasswordFailures = %d after refused attempts", u.PasswordFailures)
+		if u := getUser(t, store, "alice"); u.State.PasswordFailures != 0 {
+			t.Errorf("PasswordFailures = %d after refused attempts", u.State.PasswordFailures)
 		}
 	})
 }
@@ -111,7 +111,7 @@ func TestSQLiteFull(t *testing.T) {
 	login := func(client, password string) answer {
 		return srv.post(t, "/api/users/adm/authenticate", `{"username":"alice","password":"`+password+`"}`, "X-Forwarded-For", client)
 	}
-	failures := func() int { return getUser(t, store, "alice").PasswordFailures }
+	failures := func() int { return getUser(t, store, "alice").State.PasswordFailures }
 
 	// Wrong passwords from new addresses: recorded while the record fits,
 	// then refused with 503.
@@ -140,9 +140,9 @@ func TestSQLiteFull(t *testing.T) {
 	before := getUser(t, store, "alice")
 	wantUnavailable(t, login("203.0.113.1", "correct horse battery"))
 	wantUnavailable(t, login("203.0.113.2", "wrong password"))
-	if after := getUser(t, store, "alice"); after.PasswordFailures != before.PasswordFailures || len(after.PasswordClients) != len(before.PasswordClients) {
+	if after := getUser(t, store, "alice"); after.State.PasswordFailures != before.State.PasswordFailures || len(after.State.PasswordClients) != len(before.State.PasswordClients) {
 		t.Fatalf("refused logins changed the record: %d failures from %d addresses, was %d from %d",
-			after.PasswordFailures, len(after.PasswordClients), before.PasswordFailures, len(before.PasswordClients))
+			after.State.PasswordFailures, len(after.State.PasswordClients), before.State.PasswordFailures, len(before.State.PasswordClients))
 	}
 
 	// Freeing space: the same logins are recorded and answered again.
@@ -152,10 +152,10 @@ func TestSQLiteFull(t *testing.T) {
 		}
 	}
 	wantStatus(t, login("203.0.113.1", "correct horse battery"), http.StatusOK)
-	if u := getUser(t, store, "alice"); u.PasswordFailures != 0 || !slices.ContainsFunc(u.PasswordClients, func(c nmauth.ClientFailures) bool {
+	if u := getUser(t, store, "alice"); u.State.PasswordFailures != 0 || !slices.ContainsFunc(u.State.PasswordClients, func(c nmauth.ClientFailures) bool {
 		return c.Client == "203.0.113.1" && c.Known
 	}) {
-		t.Errorf("login after freeing space left %d failures and clients %+v, want the success recorded", u.PasswordFailures, u.PasswordClients)
+		t.Errorf("login after freeing space left %d failures and clients %+v, want the success recorded", u.State.PasswordFailures, u.State.PasswordClients)
 	}
 }
 

@@ -242,7 +242,7 @@ func TestAdminAPIListPages(t *testing.T) {
 	}
 	blocked := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	err = s.db.UpdateUser(ctx, "bob", func(u *nmauth.User) error {
-		u.PasswordClients = append(u.PasswordClients, nmauth.ClientFailures{Client: "192.0.2.1", Failures: 9, BlockedUntil: blocked})
+		u.State.PasswordClients = append(u.State.PasswordClients, nmauth.ClientFailures{Client: "192.0.2.1", Failures: 9, BlockedUntil: blocked})
 		return nil
 	})
 	if err != nil {
