@@ -25,7 +25,7 @@ func (a *Authenticator) CreateUser(ctx context.Context, username, password strin
 		return err
 	}
 	defer a.status.forget(KindUser, name)
-	return a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), Generation: gen})
+	return a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), State: UserState{AccountState: AccountState{Generation: gen}}})
 }
 
 // firstGeneration is the generation of a new account: random, so that the
@@ -75,8 +75,8 @@ func (a *Authenticator) EnableUser(ctx context.Context, username string) error {
 func (a *Authenticator) ResetTOTP(ctx context.Context, username string) error {
 	return a.updateUser(ctx, username, func(u *User) {
 		u.TOTPSecret, u.RecoveryCodes = nil, nil
-		u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
-		u.PreAuthID, u.PreAuthFailures = "", 0
+		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
+		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 	})
 }
 
@@ -105,7 +105,7 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, change 
 	defer a.status.forget(KindUser, name)
 	err = a.store.UpdateUser(ctx, name, func(u *User) error {
 		change(u)
-		u.Generation++
+		u.State.Generation++
 		return nil
 	})
 	if err == nil {
@@ -123,8 +123,25 @@ func (a *Authenticator) newPasswordHash(ctx context.Context, password string) (s
 	return a.hasher.hash(ctx, pw)
 }
 
+// newHostCredential checks a host's new password against the policy of
+// users' and returns what is stored of it: the digest of a machine secret
+// (see machinesecret.go) when it qualifies as one, else an argon2id hash.
+func (a *Authenticator) newHostCredential(ctx context.Context, id, password string) (string, error) {
+	pw, err := checkPasswordPolicy(password)
+	if err != nil {
+		return "", err
+	}
+	if isMachineSecret(pw) {
+		return a.ring.digestMachineSecret(id, pw), nil
+	}
+	return a.hasher.hash(ctx, pw)
+}
+
 // CreateHost adds a host with a password under the same policy as users'.
-// mac may be empty; when set, it is the host's registered MAC address (see
+// A password that a program drew at random, 128 bits or more (see the
+// README's Security section), is kept as a keyed digest, which a login
+// checks in microseconds; any other as a user's is. mac may be empty; when
+// set, it is the host's registered MAC address (see
 // [Config.RefuseMACChange]).
 func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string) error {
 	id, err := prepareHostID(id)
@@ -134,7 +151,7 @@ func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string
 	if mac, err = prepareMAC(mac); err != nil {
 		return err
 	}
-	hash, err := a.newPasswordHash(ctx, password)
+	hash, err := a.newHostCredential(ctx, id, password)
 	if err != nil {
 		return err
 	}
@@ -143,7 +160,7 @@ func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string
 		return err
 	}
 	defer a.status.forget(KindHost, id)
-	return a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), Generation: gen})
+	return a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), State: AccountState{Generation: gen}})
 }
 
 // DisableHost refuses the host's logins and revokes its tokens.
@@ -162,9 +179,14 @@ func (a *Authenticator) EnableHost(ctx context.Context, id string) error {
 	return a.store.UpdateHost(ctx, id, func(h *Host) error { h.Disabled = false; return nil })
 }
 
-// SetHostPassword replaces a host's password and revokes its tokens.
+// SetHostPassword replaces a host's password, stored as [Authenticator.CreateHost]
+// stores it, and revokes its tokens.
 func (a *Authenticator) SetHostPassword(ctx context.Context, id, password string) error {
-	hash, err := a.newPasswordHash(ctx, password)
+	id, err := prepareHostID(id)
+	if err != nil {
+		return err
+	}
+	hash, err := a.newHostCredential(ctx, id, password)
 	if err != nil {
 		return err
 	}
@@ -190,7 +212,7 @@ func (a *Authenticator) updateHost(ctx context.Context, id string, change func(*
 	defer a.status.forget(KindHost, id)
 	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
 		change(h)
-		h.Generation++
+		h.State.Generation++
 		return nil
 	})
 	if err == nil {
@@ -247,6 +269,33 @@ func (a *Authenticator) ResealTOTPSecrets(ctx context.Context) (int, error) {
 			return n, nil
 		}
 		after = users[len(users)-1].Name
+	}
+}
+
+// HostsUnderOlderSecrets counts the hosts whose machine secret is kept as
+// a digest under a root secret other than the first. Such a digest cannot
+// be moved without the secret it digests, which only the host holds: it
+// moves to the first root secret at the host's next login. Until this
+// count is zero, keep the older root secrets in [Config.Secrets]; a host
+// whose digest's root secret is gone cannot log in (a 500, logged) until
+// it is given a new password.
+func (a *Authenticator) HostsUnderOlderSecrets(ctx context.Context) (int, error) {
+	n, after := 0, ""
+	signer := a.ring.signer().id
+	for {
+		hosts, err := a.store.ListHosts(ctx, after, scanPage)
+		if err != nil {
+			return n, err
+		}
+		for _, h := range hosts {
+			if id := machineDigestKeyID(h.PasswordHash); id != "" && id != signer {
+				n++
+			}
+		}
+		if len(hosts) < scanPage {
+			return n, nil
+		}
+		after = hosts[len(hosts)-1].ID
 	}
 }
 
@@ -349,7 +398,7 @@ func userInfo(u User, now time.Time) UserInfo {
 		Disabled:          u.Disabled,
 		TOTPEnabled:       u.TOTPEnabled(),
 		RecoveryCodesLeft: len(u.RecoveryCodes),
-		LockedUntil:       lockedUntil(now, u.PasswordClients, u.PasswordBlockedUntil, u.TOTPBlockedUntil),
+		LockedUntil:       lockedUntil(now, u.State.PasswordClients, u.State.PasswordBlockedUntil, u.State.TOTPBlockedUntil),
 		CreatedAt:         u.CreatedAt,
 	}
 }
@@ -369,7 +418,7 @@ func (a *Authenticator) ListHosts(ctx context.Context, after string, limit int) 
 			ID:          h.ID,
 			MACAddress:  h.MACAddress,
 			Disabled:    h.Disabled,
-			LockedUntil: lockedUntil(now, h.PasswordClients, h.PasswordBlockedUntil),
+			LockedUntil: lockedUntil(now, h.State.PasswordClients, h.State.PasswordBlockedUntil),
 			CreatedAt:   h.CreatedAt,
 		}
 	}

@@ -75,12 +75,12 @@ type account struct {
 
 func userAccount(u *User) account {
 	return account{user: u, hash: &u.PasswordHash, disabled: &u.Disabled,
-		failures: &u.PasswordFailures, blocked: &u.PasswordBlockedUntil, clients: &u.PasswordClients}
+		failures: &u.State.PasswordFailures, blocked: &u.State.PasswordBlockedUntil, clients: &u.State.PasswordClients}
 }
 
 func hostAccount(h *Host) account {
 	return account{host: h, hash: &h.PasswordHash, disabled: &h.Disabled,
-		failures: &h.PasswordFailures, blocked: &h.PasswordBlockedUntil, clients: &h.PasswordClients}
+		failures: &h.State.PasswordFailures, blocked: &h.State.PasswordBlockedUntil, clients: &h.State.PasswordClients}
 }
 
 // takeAttempt checks the backoff that applies to client and, if there is
@@ -88,14 +88,10 @@ func hostAccount(h *Host) account {
 // It returns how long the client must wait, or 0 when the attempt is
 // taken.
 func takeAttempt(acc account, client string, now time.Time) time.Duration {
-	c := clientEntry(acc.clients, client)
-	wait := c.BlockedUntil.Sub(now)
-	if !c.Known {
-		wait = max(wait, acc.blocked.Sub(now))
-	}
-	if wait > 0 {
+	if wait := attemptWait(acc, client, now); wait > 0 {
 		return wait
 	}
+	c := clientEntry(acc.clients, client)
 	c.Failures++
 	c.BlockedUntil = addDelay(now, passwordDelay(c.Failures))
 	*acc.failures++
@@ -105,14 +101,37 @@ func takeAttempt(acc account, client string, now time.Time) time.Duration {
 	return 0
 }
 
+// attemptWait is how long client must wait before its next attempt at
+// the account: its own backoff, and the account's unless the client is
+// known to it. It changes nothing.
+func attemptWait(acc account, client string, now time.Time) time.Duration {
+	var wait time.Duration
+	known := false
+	if i := slices.IndexFunc(*acc.clients, func(c ClientFailures) bool { return c.Client == client }); i >= 0 {
+		c := (*acc.clients)[i]
+		wait, known = c.BlockedUntil.Sub(now), c.Known
+	}
+	if !known {
+		wait = max(wait, acc.blocked.Sub(now))
+	}
+	return wait
+}
+
+// grantChanges reports whether [grantAttempt] would change the account:
+// whether it has failures to forget, or client is not yet known to it.
+func grantChanges(acc account, client string) bool {
+	if *acc.failures != 0 || !acc.blocked.IsZero() {
+		return true
+	}
+	i := slices.IndexFunc(*acc.clients, func(c ClientFailures) bool { return c.Client == client })
+	return i < 0 || (*acc.clients)[i] != ClientFailures{Client: client, Known: true}
+}
+
 // grantAttempt undoes the counting of a login that succeeded and marks
 // its client as known to the account.
 func grantAttempt(acc account, client string) {
-	for i := range *acc.clients {
-		if c := &(*acc.clients)[i]; c.Client == client {
-			c.Failures, c.BlockedUntil, c.Known = 0, time.Time{}, true
-		}
-	}
+	c := clientEntry(acc.clients, client)
+	c.Failures, c.BlockedUntil, c.Known = 0, time.Time{}, true
 	*acc.failures, *acc.blocked = 0, time.Time{}
 }
 

@@ -15,7 +15,9 @@ import (
 // every other field has a default, given in its comment, used when the
 // field is left zero.
 type Config struct {
-	// Store keeps users, hosts and their counters. Required.
+	// Store keeps users, hosts and their counters. Required, and not a
+	// nil pointer. A call of it that panics fails that call alone, as a
+	// 500 over HTTP, with the stack in the log; the process goes on.
 	Store Store
 
 	// Secrets are the root secrets, each at least 32 random bytes. The
@@ -80,15 +82,20 @@ type Config struct {
 
 	// ClientRate is how many login and verify-totp attempts per second
 	// one client address may make, after a burst of ClientBurst. It slows
-	// an attacker who tries one password on many accounts. Defaults to 1
-	// per second; a negative value turns the limit off.
+	// an attacker who tries one password on many accounts. An attempt
+	// that succeeds is given back once answered, so that clients behind
+	// one address are not slowed by their own logins (see
+	// [Authenticator.Limit]). Defaults to 1 per second; a negative value
+	// turns the limit off.
 	ClientRate float64
 	// ClientBurst is how many attempts a client may make at once. Defaults
 	// to 20.
 	ClientBurst int
 	// TrustedProxies are the addresses of reverse proxies whose
-	// X-Forwarded-For header names the client. By default none: the client
-	// is the connection's peer.
+	// X-Forwarded-For header names the client: the nearest address in it,
+	// from the right, that is not itself a trusted proxy. A request from a
+	// trusted proxy without the header is the proxy's own. By default
+	// none: the client is the connection's peer.
 	TrustedProxies []netip.Prefix
 
 	// RefuseMACChange refuses, with [ErrForbidden], a host login with the
@@ -213,8 +220,11 @@ const (
 // request context; see [FromContext].
 type Principal struct {
 	Kind PrincipalKind `json:"kind"`
-	// Name is the username, host id or node id; "master" for the master key.
-	Name string `json:"name"`
+	// Name is the username, host id or node id. It is empty for the master
+	// key, which thus never shares a name with an account (no username,
+	// host id or node id is empty, and a user may be named "master"):
+	// tell the master key by its Kind, or with [Principal.IsMaster].
+	Name string `json:"name,omitempty"`
 	// Network is the network of a node token.
 	Network string `json:"network,omitempty"`
 	// TOTP reports that the token came from a login that passed a second
@@ -229,6 +239,9 @@ type Principal struct {
 	// absent for the master key and for node tokens bound to no host.
 	generation generationClaim
 }
+
+// IsMaster reports whether p is the master key.
+func (p Principal) IsMaster() bool { return p.Kind == KindMaster }
 
 type principalKey struct{}
 
@@ -262,8 +275,8 @@ type Authenticator struct {
 
 // New validates cfg, fills its defaults and returns an Authenticator.
 func New(cfg Config) (*Authenticator, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("nmauth: Config.Store is required")
+	if err := checkStore(cfg.Store); err != nil {
+		return nil, err
 	}
 	cfg.setDefaults()
 	for _, d := range []time.Duration{cfg.UserTokenTTL, cfg.PreAuthTokenTTL, cfg.HostTokenTTL, cfg.NodeTokenTTL, cfg.EnrollmentTTL, cfg.ReenrollWindow, cfg.StoreTimeout} {
@@ -284,10 +297,9 @@ func New(cfg Config) (*Authenticator, error) {
 		kindHost:    cfg.HostTokenTTL,
 		kindNode:    cfg.NodeTokenTTL,
 	}
-	faults := &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second}
 	// Every Store call, the bearer check's included, goes through the
 	// guard: under the deadline, its failures answered as the server's.
-	store := &guardedStore{Store: cfg.Store, timeout: cfg.StoreTimeout, log: faults}
+	store := newGuardedStore(cfg)
 	a := &Authenticator{
 		cfg:     cfg,
 		store:   store,
@@ -296,9 +308,9 @@ func New(cfg Config) (*Authenticator, error) {
 		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
 		preAuth: newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
 		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),
-		tokens:  newTokenCache(cfg.TokenCacheSize, cfg.Now),
+		tokens:  newTokenCache(cfg.TokenCacheSize),
 		status:  newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store)),
-		clients: newClientLimiter(cfg.ClientRate, cfg.ClientBurst, cfg.TrustedProxies),
+		clients: newClientLimiter(cfg),
 		log:     cfg.Logger,
 	}
 	return a, nil
@@ -331,8 +343,8 @@ type UserLogin struct {
 //
 // The attempt is counted against the account and the client address in
 // ctx (see [WithClientAddr]) before the password is checked; too many
-// failures from one address answer a [*ThrottledError] to that address
-// only (see the README's Security section for the rules).
+// failures from one address answer a [*RetryError] for [ErrThrottled] to
+// that address only (see the README's Security section for the rules).
 func (a *Authenticator) LoginUser(ctx context.Context, username, password string) (UserLogin, error) {
 	name, nameErr := PrepareUsername(username)
 	pw, pwErr := preparePassword(password)
@@ -366,7 +378,7 @@ func (a *Authenticator) grantUser(u *User, iat time.Time) (UserLogin, error) {
 	if u.TOTPEnabled() {
 		return a.grantPreAuth(u, iat)
 	}
-	gen := u.Generation
+	gen := u.State.Generation
 	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, issuedAt: iat, ttl: a.cfg.UserTokenTTL, generation: &gen})
 	return UserLogin{UserName: u.Name, AuthToken: tok}, err
 }
@@ -374,19 +386,22 @@ func (a *Authenticator) grantUser(u *User, iat time.Time) (UserLogin, error) {
 // grantPreAuth mints a pre-auth token, which becomes the one the user may
 // redeem.
 func (a *Authenticator) grantPreAuth(u *User, iat time.Time) (UserLogin, error) {
-	gen := u.Generation
+	gen := u.State.Generation
 	tok, jti, err := a.minter.mint(mintArgs{kind: kindPreAuth, subject: u.Name, issuedAt: iat, ttl: a.cfg.PreAuthTokenTTL, generation: &gen})
 	if err != nil {
 		return UserLogin{}, err
 	}
-	u.PreAuthID, u.PreAuthFailures = jti, 0
+	u.State.PreAuthID, u.State.PreAuthFailures = jti, 0
 	return UserLogin{UserName: u.Name, PreAuthToken: tok, TOTPRequired: true}, nil
 }
 
-// failUnknown spends the time of a real password check, so that an unknown
-// name cannot be told from a wrong password.
+// failUnknown spends the time of a real check of password, so that an
+// unknown name cannot be told from a wrong password: a digest for a host's
+// machine secret, an argon2id run otherwise.
 func (a *Authenticator) failUnknown(ctx context.Context, kind PrincipalKind, name, password string) error {
-	if err := a.hasher.verifyDummy(ctx, password); err != nil {
+	if kind != KindUser && isMachineSecret(password) {
+		a.ring.dummyMachineCheck(name, password)
+	} else if err := a.hasher.verifyDummy(ctx, password); err != nil {
 		return err
 	}
 	a.emit(ctx, Event{Type: EventLoginFailed, Kind: kind, Name: safeName(name)})
@@ -399,6 +414,10 @@ type loginTarget struct {
 	kind   PrincipalKind
 	name   string
 	update func(ctx context.Context, fn func(account) error) error
+	// read reads the account once, without a lock. It is set for hosts,
+	// whose secret may be a machine secret, and nil for users, whose
+	// passwords never are.
+	read func(ctx context.Context) (account, error)
 	// unknown is the error for an account the Store does not hold.
 	unknown error
 }
@@ -411,7 +430,13 @@ var errHashChanged = errors.New("nmauth: password hash changed during login")
 // against a hash that changed under it.
 const maxHashChanges = 2
 
-// login is the one login path of users, hosts and nodes. In order:
+// errHashChangedTooOften answers a login whose account's secret kept
+// changing under it: a fault of the moment, not a wrong password.
+var errHashChangedTooOften = fmt.Errorf("%w: the password changed during the login", ErrStoreUnavailable)
+
+// login is the one login path of users, hosts and nodes. A host whose
+// stored credential is a machine-secret digest takes [loginMachine];
+// every other account, in order:
 //
 //  1. a hashing slot is taken, so that an overload refuses the attempt
 //     before anything is counted;
@@ -422,16 +447,21 @@ const maxHashChanges = 2
 //  3. the password is checked against the hash that update read;
 //  4. admit, when set, decides whether a right password may go on; its
 //     refusal undoes the counting, since the password was right;
-//  5. a second atomic update grants the login only if the hash is still
-//     the one checked and the account is not disabled: it resets the
-//     counters and calls grant, which mints the token with the generation
-//     read in that same update. A token is thus never minted for a
-//     password that a concurrent change replaced, nor under a generation
-//     that a concurrent revocation moved past.
+//  5. a second atomic update ([Authenticator.grantLogin]) grants the
+//     login only if the hash is still the one checked and the account is
+//     not disabled: it resets the counters and calls grant, which mints
+//     the token with the generation read in that same update. A token is
+//     thus never minted for a password that a concurrent change replaced,
+//     nor under a generation that a concurrent revocation moved past.
 //
 // grant gets the time to put in the token.
 func (a *Authenticator) login(ctx context.Context, t loginTarget, password string,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
+	if t.read != nil {
+		if handled, err := a.loginMachine(ctx, t, password, admit, grant); handled {
+			return err
+		}
+	}
 	release, err := a.hasher.acquire(ctx)
 	if err != nil {
 		return err
@@ -443,7 +473,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 	var disabled bool
 	err = t.update(ctx, func(acc account) error {
 		if wait := takeAttempt(acc, client, now); wait > 0 {
-			return &ThrottledError{RetryAfter: wait}
+			return &RetryError{Reason: ErrThrottled, RetryAfter: wait}
 		}
 		hash, disabled = *acc.hash, *acc.disabled
 		return nil
@@ -460,10 +490,9 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		return err
 	}
 	for changes := 0; ; changes++ {
-		ok, upgrade, err := a.hasher.check(hash, password)
+		ok, upgrade, err := a.checkCredential(t, hash, password)
 		if err != nil {
-			a.log.Error("stored password hash is malformed", "kind", string(t.kind), "name", t.name)
-			return fmt.Errorf("%w: password hash of %s %q", ErrDataFault, t.kind, t.name)
+			return err
 		}
 		// A disabled account answers as a wrong password does, before
 		// admit can tell a right one apart by refusing it otherwise.
@@ -476,48 +505,195 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 				return a.refuseRightPassword(ctx, t, hash, client, err)
 			}
 		}
-		newHash := ""
-		if upgrade {
-			if newHash, err = a.hasher.hashHeld(password); err != nil {
-				a.log.Warn("password hash upgrade skipped", "kind", string(t.kind), "name", t.name, "err", err)
-				newHash = ""
-			}
-		}
-		var current string
-		err = t.update(ctx, func(acc account) error {
-			if *acc.hash != hash {
-				current = *acc.hash
-				return errHashChanged
-			}
-			if *acc.disabled {
-				return ErrInvalidCredentials
-			}
-			grantAttempt(acc, client)
-			if newHash != "" {
-				*acc.hash = newHash
-			}
-			return grant(acc, a.now())
-		})
-		if errors.Is(err, errHashChanged) && changes < maxHashChanges {
+		current, err := a.grantLogin(ctx, t, hash, a.newCredential(t, hash, password, upgrade), client, grant)
+		switch {
+		case errors.Is(err, errHashChanged) && changes < maxHashChanges:
 			hash = current
 			continue
-		}
-		switch {
 		case errors.Is(err, errHashChanged):
-			return fmt.Errorf("%w: the password changed during the login", ErrStoreUnavailable)
-		case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidCredentials):
-			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
-			return ErrInvalidCredentials
+			return errHashChangedTooOften
 		case errors.Is(err, ErrForbidden):
 			// grant refused a right password (a MAC address change the
 			// host may not make): no failure either.
 			return a.refuseRightPassword(ctx, t, hash, client, err)
+		}
+		return err
+	}
+}
+
+// loginMachine is the login of a host whose stored credential is a
+// machine-secret digest; handled is false for any other, which takes the
+// rest of [Authenticator.login]. A clean success costs one read, one
+// digest and one signature, and writes nothing: the token carries the
+// generation read, so a revocation or a new secret that moves it on
+// refuses the token as it refuses every older one. A write happens only
+// when something changes: failures to reset, a client address not yet
+// known to the host, a digest under a root secret other than the first.
+//
+// Unlike a password, a machine secret's attempt is counted after the
+// check, and only when it fails: guessing a 128-bit secret is hopeless
+// however many guesses slip through at once, and a guess still gets no
+// verdict unless its failure is recorded, so a Store that cannot record
+// answers a wrong secret 503, never 401. The README's Security section
+// says why this keeps every guarantee of the count before the check.
+func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret string,
+	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
+	client := clientKey(ctx)
+	for changes := 0; changes <= maxHashChanges; changes++ {
+		acc, err := t.read(ctx)
+		switch {
+		case errors.Is(err, ErrNotFound) && isMachineSecret(secret):
+			a.ring.dummyMachineCheck(t.name, secret)
+			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+			return true, t.unknown
+		case errors.Is(err, ErrNotFound):
+			return false, nil // the rest of login spends an argon2id run
 		case err != nil:
+			return true, err
+		case !isMachineDigest(*acc.hash):
+			return false, nil
+		}
+		now := a.now()
+		if wait := attemptWait(acc, client, now); wait > 0 {
+			a.emit(ctx, Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
+			return true, &RetryError{Reason: ErrThrottled, RetryAfter: wait}
+		}
+		hash := *acc.hash
+		ok, upgrade, err := a.checkCredential(t, hash, secret)
+		if err != nil {
+			return true, err
+		}
+		if ok && !*acc.disabled {
+			err = a.grantMachine(ctx, t, acc, secret, upgrade, client, admit, grant)
+		} else {
+			err = a.countFailure(ctx, t, hash, client)
+		}
+		if !errors.Is(err, errHashChanged) {
+			return true, err
+		}
+	}
+	return true, errHashChangedTooOften
+}
+
+// grantMachine grants the login of a right machine secret: without a
+// write when it changes nothing, else through
+// [Authenticator.grantLogin]. Nothing was counted, so a refusal by admit
+// or by grant (a MAC address the host may not use) has nothing to undo.
+func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc account, secret string, upgrade bool,
+	client string, admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
+	if admit != nil {
+		if err := admit(ctx); err != nil {
 			return err
 		}
-		a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
-		return nil
 	}
+	if upgrade || grantChanges(acc, client) {
+		hash := *acc.hash
+		_, err := a.grantLogin(ctx, t, hash, a.newCredential(t, hash, secret, upgrade), client, grant)
+		return err
+	}
+	if err := grant(acc, a.now()); err != nil {
+		return err
+	}
+	a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
+	return nil
+}
+
+// checkCredential checks a secret against an account's stored credential:
+// a machine-secret digest or a password hash. A credential that cannot be
+// read is a fault of the data, logged, never a wrong password.
+func (a *Authenticator) checkCredential(t loginTarget, stored, secret string) (ok, upgrade bool, err error) {
+	if isMachineDigest(stored) {
+		ok, upgrade, err = a.ring.checkMachineSecret(stored, t.name, secret)
+	} else {
+		ok, upgrade, err = a.hasher.check(stored, secret)
+	}
+	if err != nil {
+		a.log.Error("stored password hash is unusable", "kind", string(t.kind), "name", t.name, "err", err)
+		return false, false, fmt.Errorf("%w: password hash of %s %q", ErrDataFault, t.kind, t.name)
+	}
+	return ok, upgrade, nil
+}
+
+// newCredential returns what a right secret is stored as from now on, or
+// "" to keep what is stored: a host's machine secret moves to its digest
+// under the first root secret, from a password hash or from another root
+// secret's digest; a password hash weaker than a new one would be is
+// hashed again. The caller of an argon2id run holds a hashing slot.
+func (a *Authenticator) newCredential(t loginTarget, stored, secret string, upgrade bool) string {
+	switch {
+	case t.read != nil && (upgrade || !isMachineDigest(stored)) && isMachineSecret(secret):
+		return a.ring.digestMachineSecret(t.name, secret)
+	case !upgrade:
+		return ""
+	}
+	hash, err := a.hasher.hashHeld(secret)
+	if err != nil {
+		a.log.Warn("password hash upgrade skipped", "kind", string(t.kind), "name", t.name, "err", err)
+		return ""
+	}
+	return hash
+}
+
+// grantLogin grants a login in one atomic update, if the account's stored
+// credential is still the one checked (else errHashChanged, with the
+// current one) and the account is not disabled: it marks the client
+// known, resets the counters, stores newCredential when set, and calls
+// grant. It emits the login's outcome, but for errHashChanged and for
+// grant's refusal of a right secret ([ErrForbidden]).
+func (a *Authenticator) grantLogin(ctx context.Context, t loginTarget, checked, newCredential, client string,
+	grant func(acc account, now time.Time) error) (current string, err error) {
+	err = t.update(ctx, func(acc account) error {
+		if *acc.hash != checked {
+			current = *acc.hash
+			return errHashChanged
+		}
+		if *acc.disabled {
+			return ErrInvalidCredentials
+		}
+		grantAttempt(acc, client)
+		if newCredential != "" {
+			*acc.hash = newCredential
+		}
+		return grant(acc, a.now())
+	})
+	switch {
+	case errors.Is(err, errHashChanged), errors.Is(err, ErrForbidden):
+		return current, err
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidCredentials):
+		a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+		return "", ErrInvalidCredentials
+	case err != nil:
+		return "", err
+	}
+	a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
+	return "", nil
+}
+
+// countFailure counts a machine secret that did not pass (wrong, or right
+// for a disabled host) in one atomic update, which checks the backoff
+// again, and answers it: [ErrInvalidCredentials] once counted; the
+// Store's error, never a verdict, when it could not count; errHashChanged
+// when the secret changed since it was checked.
+func (a *Authenticator) countFailure(ctx context.Context, t loginTarget, checked, client string) error {
+	now := a.now()
+	err := t.update(ctx, func(acc account) error {
+		if *acc.hash != checked {
+			return errHashChanged
+		}
+		if wait := takeAttempt(acc, client, now); wait > 0 {
+			return &RetryError{Reason: ErrThrottled, RetryAfter: wait}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrThrottled):
+		a.emit(ctx, Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
+		return err
+	case err == nil, errors.Is(err, ErrNotFound):
+		a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+		return ErrInvalidCredentials
+	}
+	return err
 }
 
 // refuseRightPassword answers a refusal of a right password, by admit or by
@@ -618,6 +794,9 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 	}
 	t := loginTarget{kind: kind, name: id, unknown: ErrUnknownHost, update: func(ctx context.Context, fn func(account) error) error {
 		return a.store.UpdateHost(ctx, id, func(h *Host) error { return fn(hostAccount(h)) })
+	}, read: func(ctx context.Context) (account, error) {
+		h, err := a.store.GetHost(ctx, id)
+		return hostAccount(&h), err
 	}}
 	var admitHost func(context.Context) error
 	if admit != nil {
@@ -631,7 +810,7 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 			return fmt.Errorf("%w: MAC address %q is not the host's", ErrForbidden, mac)
 		}
 		args := token(id)
-		args.issuedAt, args.generation = iat, &h.Generation
+		args.issuedAt, args.generation = iat, &h.State.Generation
 		var err error
 		tok, _, err = a.minter.mint(args)
 		return err
@@ -652,8 +831,13 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 // authentication route, after the application has checked the node. The
 // network and the node id take the form of a host id (1 to 128 printable
 // characters without spaces), else [ErrInvalidNetwork] or [ErrInvalidHost];
-// the node id is kept as given, since the application named it.
-func (a *Authenticator) IssueNodeToken(network, nodeID string) (string, error) {
+// the node id is kept as given, since the application named it. ctx is
+// the request's, as for every other method: once it is done, no token is
+// minted and its error is returned.
+func (a *Authenticator) IssueNodeToken(ctx context.Context, network, nodeID string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	if !validNetwork(network) {
 		return "", ErrInvalidNetwork
 	}

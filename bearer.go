@@ -2,15 +2,14 @@ package nmauth
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/maypok86/otter/v2"
 	"github.com/maypok86/otter/v2/stats"
@@ -25,25 +24,33 @@ func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Pri
 		return Principal{}, ErrUnauthenticated
 	}
 	now := a.now()
-	d, p, ok := a.tokens.get(credential)
-	if !ok {
+	key, e := a.tokens.get(credential, now)
+	hit := e != nil
+	if !hit {
 		if a.cfg.MasterKey.Check(credential) {
 			a.emit(ctx, Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
-			return Principal{Kind: KindMaster, Name: "master"}, nil
+			return Principal{Kind: KindMaster}, nil
 		}
-		var err error
-		if p, err = a.parseBearer(credential); err != nil {
+		p, err := a.parseBearer(credential)
+		if err != nil {
 			return Principal{}, err
 		}
-		a.tokens.put(d, p, now)
+		e = &tokenEntry{p: p, signature: signature(credential), account: a.status.ref(accountOf(p))}
+		a.tokens.put(key, e, now)
 	}
-	if !now.Before(p.ExpiresAt) {
+	// The status cache's hits are the token cache's, corrected here off
+	// the path of a cached token that is checked (see statusCache.stats).
+	reaches := e.account != nil && now.Before(e.p.ExpiresAt)
+	if hit != reaches {
+		a.status.countCorrection(hit)
+	}
+	if !now.Before(e.p.ExpiresAt) {
 		return Principal{}, ErrUnauthenticated
 	}
-	if err := a.checkStanding(ctx, p, now); err != nil {
+	if err := a.checkStanding(ctx, e, now); err != nil {
 		return Principal{}, err
 	}
-	return p, nil
+	return e.p, nil
 }
 
 func (a *Authenticator) parseBearer(token string) (Principal, error) {
@@ -62,27 +69,36 @@ func (a *Authenticator) parseBearer(token string) (Principal, error) {
 	}, nil
 }
 
+// accountOf names the account whose standing decides p's token: its user,
+// or its host for a host token and for a node token minted by
+// [Authenticator.LoginNode]; nil for a node token minted by
+// [Authenticator.IssueNodeToken], which [Config.NodeTokenValid] decides.
+func accountOf(p Principal) *accountKey {
+	switch {
+	case p.Kind == KindUser:
+		return &accountKey{kind: KindUser, name: p.Name}
+	case p.Kind == KindHost, p.Kind == KindNode && p.generation.present:
+		return &accountKey{kind: KindHost, name: p.Name}
+	}
+	return nil
+}
+
 // checkStanding refuses a token whose user or host is gone, disabled, or
 // at another generation than the one the token was minted under. A node
 // token minted by [Authenticator.LoginNode] stands or falls with its host;
 // one minted by [Authenticator.IssueNodeToken] by [Config.NodeTokenValid].
-func (a *Authenticator) checkStanding(ctx context.Context, p Principal, now time.Time) error {
-	var k accountKey
-	switch {
-	case p.Kind == KindUser:
-		k = accountKey{kind: KindUser, name: p.Name}
-	case p.Kind == KindHost, p.Kind == KindNode && p.generation.present:
-		k = accountKey{kind: KindHost, name: p.Name}
-	case p.Kind == KindNode && a.cfg.NodeTokenValid != nil:
-		return a.checkNodeToken(ctx, p)
-	default:
+func (a *Authenticator) checkStanding(ctx context.Context, e *tokenEntry, now time.Time) error {
+	if e.account == nil {
+		if e.p.Kind == KindNode && a.cfg.NodeTokenValid != nil {
+			return a.checkNodeToken(ctx, e.p)
+		}
 		return nil
 	}
-	st, err := a.status.get(ctx, k, now)
+	st, err := a.status.standing(ctx, e.account, now)
 	if err != nil {
 		return err
 	}
-	if !st.admits(p) {
+	if !st.admits(e.p) {
 		return ErrUnauthenticated
 	}
 	return nil
@@ -101,11 +117,28 @@ func (a *Authenticator) checkNodeToken(ctx context.Context, p Principal) error {
 	return nil
 }
 
-// tokenDigest is the SHA-256 of a bearer token. The token cache is keyed by
-// it rather than by the token, so the cache holds no credential, and a hit
-// still proves the very token that verified: finding another token with
-// the same digest is as hard as breaking SHA-256.
-type tokenDigest [sha256.Size]byte
+// tokenEntry is what the token cache keeps of a token that verified: its
+// principal, its signature, and the account whose standing decides it.
+//
+// The cache is keyed by a 64-bit hash of the token under a seed drawn at
+// random by each process, so no one can choose tokens that collide; and a
+// hit must also bring the token's own signature, compared in constant
+// time, so that a token which shares the hash of a cached one but differs
+// in any byte of its header or claims is no hit either (it would need the
+// very HMAC of another message). The entry keeps the signature and not the
+// token: neither a signature alone nor the principal is a credential, and
+// the two together give back no token, whose claims (its jti among them)
+// the entry does not hold.
+type tokenEntry struct {
+	p         Principal
+	signature string
+	account   *accountRef[accountStatus]
+}
+
+// signature is the last part of a compact JWS, its signature.
+func signature(token string) string {
+	return token[strings.LastIndexByte(token, '.')+1:]
+}
 
 // tokenCache remembers the principal of bearer tokens that verified, until
 // they expire, so the check on every request costs a hash and a lookup
@@ -121,52 +154,77 @@ type tokenDigest [sha256.Size]byte
 // forgotten them, costs a parse per check and not also an insertion and an
 // eviction.
 type tokenCache struct {
-	c    *otter.Cache[tokenDigest, Principal]
-	door *doorkeeper
+	c     *otter.Cache[uint64, *tokenEntry]
+	door  *doorkeeper
+	seed  maphash.Seed
+	clock *checkClock
 }
 
 // newTokenCache returns a cache of at most size tokens, or one that holds
-// none when size is negative. now is the clock the token expiry is read
-// against.
-func newTokenCache(size int, now func() time.Time) *tokenCache {
+// none when size is negative.
+func newTokenCache(size int) *tokenCache {
 	if size <= 0 {
 		return &tokenCache{}
 	}
+	clock := &checkClock{}
 	return &tokenCache{
-		c: otter.Must(&otter.Options[tokenDigest, Principal]{
+		c: otter.Must(&otter.Options[uint64, *tokenEntry]{
 			MaximumSize: size,
 			// The counter is striped across CPUs, so concurrent readers
 			// seldom write the same word to count their hits.
 			StatsRecorder: stats.NewCounter(),
-			ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[tokenDigest, Principal]) time.Duration {
-				return e.Value.ExpiresAt.Sub(now())
+			Clock:         clock,
+			ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[uint64, *tokenEntry]) time.Duration {
+				return time.Duration(e.Value.p.ExpiresAt.UnixNano() - clock.NowNano())
 			}),
 		}),
-		door: newDoorkeeper(size),
+		door:  newDoorkeeper(size),
+		seed:  maphash.MakeSeed(),
+		clock: clock,
 	}
 }
 
-// get returns the token's digest, for put, and its principal if the token
-// is in the cache. A disabled cache spends no hash.
-func (c *tokenCache) get(token string) (tokenDigest, Principal, bool) {
+// get returns the token's key, for put, and its entry if the token is in
+// the cache, else nil. A disabled cache spends no hash.
+func (c *tokenCache) get(token string, now time.Time) (uint64, *tokenEntry) {
 	if c.c == nil {
-		return tokenDigest{}, Principal{}, false
+		return 0, nil
 	}
-	// Hashing the string's own bytes, read only, spares a copy of the
-	// token on every request.
-	d := tokenDigest(sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token))))
-	p, ok := c.c.GetIfPresent(d)
-	return d, p, ok
+	c.clock.advance(now)
+	key := maphash.String(c.seed, token)
+	e, ok := c.c.GetIfPresent(key)
+	if !ok || subtle.ConstantTimeCompare([]byte(e.signature), []byte(signature(token))) != 1 {
+		return key, nil
+	}
+	return key, e
 }
 
-// put remembers the principal of a token that verified, until it expires,
-// if the token verified once before lately; otherwise it notes the token
-// in the doorkeeper only.
-func (c *tokenCache) put(d tokenDigest, p Principal, now time.Time) {
-	if c.c == nil || !now.Before(p.ExpiresAt) || !c.door.admit(&d) {
+// put remembers the entry of a token that verified, until it expires, if
+// the token verified once before lately; otherwise it notes the token in
+// the doorkeeper only.
+func (c *tokenCache) put(key uint64, e *tokenEntry, now time.Time) {
+	if c.c == nil || !now.Before(e.p.ExpiresAt) || !c.door.admit(key) {
 		return
 	}
-	c.c.Set(d, p)
+	c.c.Set(key, e)
+}
+
+// checkClock is the token cache's clock: the time of the latest bearer
+// check, by [Config.Now], to the millisecond, so that expiry follows the
+// same clock as the check and a read of the cache costs no second reading
+// of the time. It moves on once a millisecond at most, so the checks of
+// two cores seldom write its word. It ticks never: expired entries go as
+// the cache meets them, and its size bounds them meanwhile.
+type checkClock struct{ nanos atomic.Int64 }
+
+func (c *checkClock) NowNano() int64 { return c.nanos.Load() }
+
+func (c *checkClock) Tick(time.Duration) <-chan time.Time { return nil }
+
+func (c *checkClock) advance(now time.Time) {
+	if n := now.UnixNano(); n-c.nanos.Load() >= int64(time.Millisecond) {
+		c.nanos.Store(n)
+	}
 }
 
 // doorkeeper is a Bloom filter of the token digests seen lately: it
@@ -195,12 +253,14 @@ func newDoorkeeper(size int) *doorkeeper {
 	return &doorkeeper{bits: make([]atomic.Uint64, nbits/64), mask: nbits - 1, limit: int64(size)}
 }
 
-// admit reports whether d was added since the doorkeeper last cleared, and
-// adds it. The digest is SHA-256, so its words serve as the hashes.
-func (k *doorkeeper) admit(d *tokenDigest) bool {
+// admit reports whether key was added since the doorkeeper last cleared,
+// and adds it. The key is a seeded hash; its two halves make the probes
+// (double hashing).
+func (k *doorkeeper) admit(key uint64) bool {
 	seen := true
-	for i := range doorkeeperHashes {
-		bit := binary.LittleEndian.Uint64(d[8*i:]) & k.mask
+	step := key>>32 | 1
+	for i := range uint64(doorkeeperHashes) {
+		bit := (key + i*step) & k.mask
 		w, m := &k.bits[bit/64], uint64(1)<<(bit%64)
 		if w.Load()&m == 0 {
 			seen = false
@@ -239,11 +299,11 @@ func loadStatus(s Store) func(context.Context, accountKey) (accountStatus, error
 		case KindUser:
 			var u User
 			u, err = s.GetUser(ctx, k.name)
-			st = accountStatus{active: !u.Disabled, generation: u.Generation}
+			st = accountStatus{active: !u.Disabled, generation: u.State.Generation}
 		case KindHost:
 			var h Host
 			h, err = s.GetHost(ctx, k.name)
-			st = accountStatus{active: !h.Disabled, generation: h.Generation}
+			st = accountStatus{active: !h.Disabled, generation: h.State.Generation}
 		}
 		if errors.Is(err, ErrNotFound) {
 			return accountStatus{}, nil
@@ -272,14 +332,25 @@ type statusEntry[V any] struct {
 // of two.
 const statusEpochs = 1 << 12
 
+// accountRef is the status cache's place for one account: what it last
+// read of the account's standing, shared by every cached token of the
+// account, so that the check of a cached token reaches its account's
+// standing through the token's entry without a second lookup.
+type accountRef[V any] struct {
+	key   accountKey
+	epoch *atomic.Uint64
+	cur   atomic.Pointer[statusEntry[V]]
+}
+
 // statusCache keeps what the bearer check read of each account's standing
 // for a short time, so that the check does not read the Store on every
 // request. V is what it keeps of an account.
 //
 // Entries live a random time between half the TTL and the TTL, so that
-// accounts first read together are not all read again together, and the
-// cache is an otter cache bounded in entries, which drops one entry at a
-// time when full.
+// accounts first read together are not all read again together. Each
+// account's place (an accountRef) is held by an otter cache bounded in
+// entries, which drops one at a time when full, and by the cached tokens
+// of the account, whose own bound holds theirs.
 //
 // A change made through the Authenticator calls forget after the Store has
 // it. A read of the Store that began before that change may finish after
@@ -293,13 +364,25 @@ const statusEpochs = 1 << 12
 type statusCache[V any] struct {
 	ttl    time.Duration
 	load   func(context.Context, accountKey) (V, error)
-	c      *otter.Cache[accountKey, statusEntry[V]]
+	c      *otter.Cache[accountKey, *accountRef[V]]
 	seed   maphash.Seed
 	epochs *[statusEpochs]atomic.Uint64
-	// counts holds how many calls of get an entry answered (hits) and how
-	// many read the Store (misses). get counts them rather than otter,
-	// which would count as a hit an entry that get refuses as stale.
-	counts *stats.Counter
+	// misses counts the reads of the Store. The hits are the calls of
+	// standing that read nothing: the token cache's hits, which it counts
+	// already, less those that called no standing (lost), plus the calls
+	// of standing for tokens the token cache did not answer (extra), less
+	// the misses. So the check of a cached token adds to no counter here.
+	misses, lost, extra atomic.Uint64
+}
+
+// countCorrection counts a bearer check that a token cache hit does not
+// count as a standing call, or one that it does not count though it is.
+func (c *statusCache[V]) countCorrection(tokenHit bool) {
+	if tokenHit {
+		c.lost.Add(1)
+	} else {
+		c.extra.Add(1)
+	}
 }
 
 // newStatusCache returns a cache that keeps up to size accounts for up to
@@ -311,13 +394,7 @@ func newStatusCache[V any](ttl time.Duration, size int, load func(context.Contex
 	}
 	c.seed = maphash.MakeSeed()
 	c.epochs = new([statusEpochs]atomic.Uint64)
-	c.counts = stats.NewCounter()
-	c.c = otter.Must(&otter.Options[accountKey, statusEntry[V]]{
-		MaximumSize: size,
-		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[accountKey, statusEntry[V]]) time.Duration {
-			return e.Value.until.Sub(e.Value.fetched)
-		}),
-	})
+	c.c = otter.Must(&otter.Options[accountKey, *accountRef[V]]{MaximumSize: size})
 	return c
 }
 
@@ -326,23 +403,37 @@ func (c *statusCache[V]) epoch(k accountKey) *atomic.Uint64 {
 	return &c.epochs[maphash.String(c.seed, k.name)&(statusEpochs-1)]
 }
 
-// get returns what the cache knows of k, reading the Store when it knows
-// nothing it may still trust at now.
-func (c *statusCache[V]) get(ctx context.Context, k accountKey, now time.Time) (V, error) {
-	if c.c == nil {
-		return c.load(ctx, k)
+// ref returns the place of the account k, nil for none.
+func (c *statusCache[V]) ref(k *accountKey) *accountRef[V] {
+	switch {
+	case k == nil:
+		return nil
+	case c.c == nil:
+		return &accountRef[V]{key: *k}
 	}
-	epoch := c.epoch(k).Load()
-	if e, ok := c.c.GetIfPresent(k); ok && e.epoch == epoch && !now.Before(e.fetched) && now.Before(e.until) {
-		c.counts.RecordHits(1)
+	if r, ok := c.c.GetIfPresent(*k); ok {
+		return r
+	}
+	r, _ := c.c.SetIfAbsent(*k, &accountRef[V]{key: *k, epoch: c.epoch(*k)})
+	return r
+}
+
+// standing returns what r holds of its account's standing, reading the
+// Store when r holds nothing it may still trust at now.
+func (c *statusCache[V]) standing(ctx context.Context, r *accountRef[V], now time.Time) (V, error) {
+	if c.c == nil {
+		return c.load(ctx, r.key)
+	}
+	epoch := r.epoch.Load()
+	if e := r.cur.Load(); e != nil && e.epoch == epoch && !now.Before(e.fetched) && now.Before(e.until) {
 		return e.v, nil
 	}
-	c.counts.RecordMisses(1)
-	v, err := c.load(ctx, k)
+	c.misses.Add(1)
+	v, err := c.load(ctx, r.key)
 	if err != nil {
 		return v, err
 	}
-	c.c.Set(k, statusEntry[V]{v: v, fetched: now, until: now.Add(c.lifetime()), epoch: epoch})
+	r.cur.Store(&statusEntry[V]{v: v, fetched: now, until: now.Add(c.lifetime()), epoch: epoch})
 	return v, nil
 }
 
@@ -359,7 +450,5 @@ func (c *statusCache[V]) forget(kind PrincipalKind, name string) {
 	if c.c == nil {
 		return
 	}
-	k := accountKey{kind: kind, name: name}
-	c.epoch(k).Add(1)
-	c.c.Invalidate(k)
+	c.epoch(accountKey{kind: kind, name: name}).Add(1)
 }

@@ -75,13 +75,13 @@ func newVictim(t *testing.T) (*fixture, string) {
 	f := newFixture(t)
 	f.addUser(victim, victimPassword)
 	ctx := context.Background()
-	master := nmauth.Principal{Kind: nmauth.KindMaster, Name: "master"}
+	master := nmauth.Principal{Kind: nmauth.KindMaster}
 	e, err := f.auth.InitTOTP(ctx, master, victim)
 	if err != nil {
 		t.Fatal(err)
 	}
 	secret := secretOf(t, e.URL)
-	if _, err := f.auth.CompleteTOTP(ctx, master, victim, e.URL, e.Signature, f.code(secret, 0)); err != nil {
+	if _, err := f.auth.CompleteTOTP(ctx, master, victim, e.URL, e.Signature, f.code(secret, 0), ""); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(30 * time.Second) // past the step just used
@@ -150,7 +150,7 @@ func runTOTPAttack(t *testing.T, f *fixture, secret string, window time.Duration
 		// The fixture's clock moves a microsecond per read, and a real login
 		// reads it more often than a minted token: compare to the millisecond.
 		ev := attackEvent{at: f.clock.Now().Sub(start).Truncate(time.Millisecond)}
-		var throttled *nmauth.ThrottledError
+		var throttled *nmauth.RetryError
 		switch {
 		case err == nil:
 			t.Fatalf("a wrong code was accepted at %s", ev.at)
@@ -222,14 +222,14 @@ func mintedFor(t *testing.T, f *fixture) func() string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return u.Generation
+		return u.State.Generation
 	}
 	return func() string {
 		t.Helper()
 		c := fg.claims(audPreAuth, victim, f.clock.Now(), policyPreAuthTTL)
 		tok := fg.sign(t, audPreAuth, c)
 		err := f.store.UpdateUser(context.Background(), victim, func(u *nmauth.User) error {
-			u.PreAuthID, u.PreAuthFailures = c["jti"].(string), 0
+			u.State.PreAuthID, u.State.PreAuthFailures = c["jti"].(string), 0
 			return nil
 		})
 		if err != nil {
@@ -281,8 +281,8 @@ func TestTOTPBruteForceThirtyDays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.TOTPFailures != res.evaluated {
-		t.Errorf("store counts %d consecutive failures, the attacker made %d", u.TOTPFailures, res.evaluated)
+	if u.State.TOTPFailures != res.evaluated {
+		t.Errorf("store counts %d consecutive failures, the attacker made %d", u.State.TOTPFailures, res.evaluated)
 	}
 
 	rate := float64(res.evaluated) / window.Hours() // guesses per hour
@@ -315,8 +315,8 @@ func TestRightCodeDuringTOTPBackoff(t *testing.T) {
 				switch r.status {
 				case http.StatusUnauthorized:
 					n++
-					if u, _ := f.store.GetUser(ctx, victim); u.TOTPFailures != n {
-						t.Fatalf("after %d wrong codes the store counts %d", n, u.TOTPFailures)
+					if u, _ := f.store.GetUser(ctx, victim); u.State.TOTPFailures != n {
+						t.Fatalf("after %d wrong codes the store counts %d", n, u.State.TOTPFailures)
 					}
 				case http.StatusTooManyRequests:
 					s, _ := strconv.Atoi(r.header.Get("Retry-After"))
@@ -344,8 +344,8 @@ func TestRightCodeDuringTOTPBackoff(t *testing.T) {
 				pre = f.preAuthToken(victim, victimPassword)
 			}
 			wantStatus(t, f.verifyTOTP(victim, pre, f.code(secret, 0)), http.StatusOK)
-			if u, _ := f.store.GetUser(ctx, victim); u.TOTPFailures != 0 || !u.TOTPBlockedUntil.IsZero() {
-				t.Fatalf("after the right code: %d failures, blocked until %s", u.TOTPFailures, u.TOTPBlockedUntil)
+			if u, _ := f.store.GetUser(ctx, victim); u.State.TOTPFailures != 0 || !u.State.TOTPBlockedUntil.IsZero() {
+				t.Fatalf("after the right code: %d failures, blocked until %s", u.State.TOTPFailures, u.State.TOTPBlockedUntil)
 			}
 		})
 	}

@@ -34,8 +34,9 @@
 // The blocks the handler is built of serve the application's routes too:
 //
 //   - [Authenticator.Middleware] admits a request with a valid bearer
-//     credential; [Authenticator.RequireKinds] inside it admits only some
-//     kinds of principal, answering 403 to the others.
+//     credential; [Authenticator.Require] admits one with a valid bearer
+//     credential of some kinds of principal only, answering 403 to the
+//     others, in one step.
 //   - [Authenticator.Limit] puts a route that checks a secret of the
 //     application's own, such as a node key, under the per-client attempt
 //     limit of the login routes, sharing their budget.
@@ -46,8 +47,8 @@
 // For example, a route only nodes may call, and a node login of the
 // application's own:
 //
-//	nodesOnly := auth.RequireKinds(nmauth.KindNode)
-//	mux.Handle("POST /api/nodes/{network}/checkin", auth.Middleware(nodesOnly(checkin)))
+//	nodesOnly := auth.Require(nmauth.KindNode)
+//	mux.Handle("POST /api/nodes/{network}/checkin", nodesOnly(checkin))
 //	mux.Handle("POST /api/nodes/{network}/join", auth.Limit(join)) // join calls IssueNodeToken
 //
 // [Config.OnEvent] receives every audit event with the context of the

@@ -27,9 +27,12 @@ var (
 	// ErrInvalidEnrollment is returned by complete-totp for a tampered,
 	// expired or foreign enrollment, or a wrong first code.
 	ErrInvalidEnrollment = errors.New("nmauth: invalid enrollment")
-	// ErrThrottled is matched by a [*ThrottledError].
+	// ErrThrottled is the reason of a [*RetryError] for a client or an
+	// account that made too many attempts: the fault of the caller, 429
+	// over HTTP.
 	ErrThrottled = errors.New("nmauth: too many attempts")
-	// ErrOverloaded is returned when the password hashing queue is full.
+	// ErrOverloaded is the reason of a [*RetryError] for a full password
+	// hashing queue: the server is busy, 503 over HTTP.
 	ErrOverloaded = errors.New("nmauth: overloaded")
 	// ErrInvalidUsername is returned for a name PRECIS refuses.
 	ErrInvalidUsername = errors.New("nmauth: invalid username")
@@ -58,27 +61,26 @@ var (
 	ErrSecretMismatch = errors.New("nmauth: the store was written under another root secret")
 )
 
-// ThrottledError is returned when an account or client must wait before
-// trying again. It matches [ErrThrottled] with [errors.Is].
-type ThrottledError struct {
-	// RetryAfter is how long until the next attempt is allowed.
+// RetryError is returned when a request may be tried again after a wait.
+// Its Reason tells whose the wait is, and is what [errors.Is] matches:
+// [ErrThrottled] when this client or account made too many attempts (429
+// over HTTP), [ErrOverloaded] when the server is busy (503). Either answer
+// carries Retry-After.
+type RetryError struct {
+	// Reason is ErrThrottled or ErrOverloaded.
+	Reason error
+	// RetryAfter is how long until the next attempt may succeed.
 	RetryAfter time.Duration
 }
 
-func (e *ThrottledError) Error() string {
-	return fmt.Sprintf("nmauth: too many attempts, retry after %s", e.RetryAfter.Round(time.Second))
+// Error says why and for how long to wait.
+func (e *RetryError) Error() string {
+	reason := "nmauth: try again later"
+	if e.Reason != nil {
+		reason = e.Reason.Error()
+	}
+	return fmt.Sprintf("%s, retry after %s", reason, e.RetryAfter.Round(time.Second))
 }
 
-// Is reports whether target is [ErrThrottled].
-func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
-
-// OverloadedError is returned when the password hashing queue is full. It
-// matches [ErrOverloaded] with [errors.Is].
-type OverloadedError struct {
-	RetryAfter time.Duration
-}
-
-func (e *OverloadedError) Error() string { return "nmauth: overloaded" }
-
-// Is reports whether target is [ErrOverloaded].
-func (e *OverloadedError) Is(target error) bool { return target == ErrOverloaded }
+// Unwrap returns the reason, so that [errors.Is] matches it.
+func (e *RetryError) Unwrap() error { return e.Reason }

@@ -1,6 +1,8 @@
 package nmauth_test
 
 import (
+	"context"
+	"errors"
 	"log"
 	"net/http"
 	"os"
@@ -9,11 +11,12 @@ import (
 )
 
 func Example_mounting() {
+	ctx := context.Background()
 	secrets, err := nmauth.ParseSecrets(os.Getenv("NMAUTH_SECRET")) // 32+ random bytes in hex or base64, kept outside the database
 	if err != nil {
 		log.Fatal(err)
 	}
-	master, _, err := nmauth.LoadMasterKey(nmauth.MasterKeyOptions{}) // MASTER_KEY or config/environments/<env>.yaml
+	master, _, err := nmauth.LoadMasterKey(nmauth.MasterKeyOptions{}) // from MASTER_KEY; or nmauth.NewMasterKey(key, false, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -25,12 +28,20 @@ func Example_mounting() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	usersOnly := auth.RequireKinds(nmauth.KindUser, nmauth.KindMaster)
+	// A database that holds accounts opens only under the root secret that wrote it.
+	if err := auth.CheckSecrets(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// A first account, for the login route; ErrExists once it is there.
+	if err := auth.CreateUser(ctx, "admin", os.Getenv("ADMIN_PASSWORD")); err != nil && !errors.Is(err, nmauth.ErrExists) {
+		log.Fatal(err)
+	}
+	usersOnly := auth.Require(nmauth.KindUser, nmauth.KindMaster) // checks the bearer and its kind
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler()) // the login and TOTP routes; your more specific routes still win
 	mux.Handle("GET /api/networks", auth.Middleware(networks{auth}))
-	mux.Handle("DELETE /api/networks/{network}", auth.Middleware(usersOnly(networks{auth})))
+	mux.Handle("DELETE /api/networks/{network}", usersOnly(networks{auth}))
 	log.Fatal(http.ListenAndServe("127.0.0.1:8081", mux))
 }
 
@@ -43,5 +54,5 @@ func (n networks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n.auth.WriteError(w, r, nmauth.ErrForbidden) // the same envelope and status as nmauth's own routes
 		return
 	}
-	n.auth.WriteResponse(w, http.StatusOK, "networks of "+p.Name, []string{"default"})
+	n.auth.WriteResponse(w, r, http.StatusOK, "networks of "+p.Name, []string{"default"})
 }

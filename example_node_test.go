@@ -67,14 +67,14 @@ func ExampleAuthenticator_IssueNodeToken() {
 	if err != nil {
 		panic(err)
 	}
-	tok, err := auth.IssueNodeToken("net-1", "node-7")
+	tok, err := auth.IssueNodeToken(context.Background(), "net-1", "node-7")
 	if err != nil {
 		panic(err)
 	}
 	p, err := auth.CheckBearer(context.Background(), tok)
 	fmt.Println(p.Kind, p.Name, p.Network, err)
 
-	_, err = auth.IssueNodeToken("net 1", "node-7")
+	_, err = auth.IssueNodeToken(context.Background(), "net 1", "node-7")
 	fmt.Println(err)
 	// Output:
 	// node node-7 net-1 <nil>

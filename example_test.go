@@ -96,7 +96,7 @@ func ExampleAuthenticator_WriteResponse() {
 	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
 		auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}, Wire: wire})
 		rec := httptest.NewRecorder()
-		auth.WriteResponse(rec, http.StatusOK, "networks", []string{"home"})
+		auth.WriteResponse(rec, httptest.NewRequest("GET", "/api/networks", nil), http.StatusOK, "networks", []string{"home"})
 		fmt.Print(wire, " ", rec.Code, " ", rec.Body)
 	}
 	// Output:
@@ -138,18 +138,19 @@ func ExampleAuthenticator_Limit() {
 	// 429 Retry-After="1"
 }
 
-func ExampleAuthenticator_RequireKinds() {
+func ExampleAuthenticator_Require() {
 	auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}})
 	auth.CreateUser(context.Background(), "alice", "correct horse battery")
 	user, _ := auth.LoginUser(context.Background(), "alice", "correct horse battery")
-	node, _ := auth.IssueNodeToken("home", "node-1")
+	node, _ := auth.IssueNodeToken(context.Background(), "home", "node-1")
 
-	nodesOnly := auth.RequireKinds(nmauth.KindNode)
-	checkin := auth.Middleware(nodesOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// One step: the bearer is checked and its kind with it.
+	nodesOnly := auth.Require(nmauth.KindNode)
+	checkin := nodesOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := nmauth.FromContext(r.Context())
-		auth.WriteResponse(w, http.StatusOK, "checked in", p.Name)
-	})))
-	for _, token := range []string{node, user.AuthToken, ""} {
+		auth.WriteResponse(w, r, http.StatusOK, "checked in", p.Name)
+	}))
+	for _, token := range []string{node, user.AuthToken, "not-a-token", ""} {
 		req := httptest.NewRequest("POST", "/api/nodes/home/checkin", nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -161,6 +162,7 @@ func ExampleAuthenticator_RequireKinds() {
 	// Output:
 	// {"code":200,"message":"checked in","response":"node-1"}
 	// {"code":403,"message":"forbidden"}
+	// {"code":401,"message":"missing or invalid bearer credential"}
 	// {"code":401,"message":"missing or invalid bearer credential"}
 }
 
@@ -225,7 +227,7 @@ func ExampleConfig_nodeTokenValid() {
 			return !removed[p.Network+"/"+p.Name], nil
 		},
 	})
-	tok, _ := auth.IssueNodeToken("home", "node-1")
+	tok, _ := auth.IssueNodeToken(context.Background(), "home", "node-1")
 	_, err := auth.CheckBearer(context.Background(), tok)
 	fmt.Println(err)
 
@@ -238,14 +240,18 @@ func ExampleConfig_nodeTokenValid() {
 }
 
 func ExampleParseSecrets() {
-	// NMAUTH_SECRET="<new>,<old>": the new secret signs, both verify.
-	env := strings.Repeat("ab", 32) + "," + strings.Repeat("cd", 32)
+	// NMAUTH_SECRET="<new>,<old>": the new secret signs, both verify. Each
+	// came from openssl rand -base64 32 or openssl rand -hex 32.
+	env := "Qf7G+/wCNzUiWoGoeffRrc4BMOLHjcTkHPS7WMBqlWI=,7954a7a35bf82b6280790a220592c2d1c3561ac3f147ba39371ce63441943606"
 	secrets, err := nmauth.ParseSecrets(env)
 	fmt.Println(len(secrets), len(secrets[0]), err)
 
 	_, err = nmauth.ParseSecrets(env + ",c2hvcnQ=")
 	fmt.Println(err)
+	_, err = nmauth.ParseSecrets(strings.Repeat("0", 64))
+	fmt.Println(err)
 	// Output:
 	// 2 32 <nil>
 	// nmauth: root secret 3 of the list: 5 bytes, need at least 32
+	// nmauth: root secret: does not look random: it has too few distinct characters (a short alphabet or a repeated pattern); make one with: openssl rand -base64 32 (or head -c 32 /dev/urandom | base64)
 }

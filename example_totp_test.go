@@ -53,7 +53,8 @@ func ExampleAuthenticator_VerifyTOTP() {
 	if err != nil {
 		panic(err)
 	}
-	done, err := auth.CompleteTOTP(ctx, alice, "alice", enrollment.URL, enrollment.Signature, code)
+	// current is "": alice has no second factor to replace yet.
+	done, err := auth.CompleteTOTP(ctx, alice, "alice", enrollment.URL, enrollment.Signature, code, "")
 	if err != nil {
 		panic(err)
 	}

@@ -23,7 +23,7 @@ func FuzzBearerToken(f *testing.F) {
 }
 
 func FuzzDecodeJSON(f *testing.F) {
-	for _, s := range []string{`{"username":"a","password":"b"}`, `{}`, `null`, `{"id":1}`, `{} {}`, `[`, `"x"`, `{"password":"a","Password":"b"}`, `{"totp":"1","totp":"2"}`, `{"x":{"x":1},"X":[]}`} {
+	for _, s := range []string{`{"username":"a","password":"b"}`, `{}`, `null`, `{"id":1}`, `{} {}`, `[`, `"x"`, `{"password":"a","Password":"b"}`, `{"totp":"1","totp":"2"}`, `{"x":{"x":1},"X":[]}`, `{"USERNAME":"a"}`, `{"pass":"x","usename":"y"}`, `{"id":""}`} {
 		f.Add(s, "application/json")
 	}
 	f.Add(`{}`, "text/plain")

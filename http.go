@@ -5,17 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/netip"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 )
 
 // MaxBodyBytes is the largest request body the handler reads.
@@ -59,7 +58,7 @@ type TOTPRequest struct {
 	TOTP      string `json:"totp"`
 	// CurrentTOTP is, at complete-totp for a user who already has TOTP
 	// on, a code of the current secret or a recovery code (see
-	// [Authenticator.ReplaceTOTP]).
+	// [Authenticator.CompleteTOTP]).
 	CurrentTOTP string `json:"current_totp,omitempty"`
 }
 
@@ -110,71 +109,142 @@ func (a *Authenticator) Handler() http.Handler {
 // ([Config.ClientRate], [Config.ClientBurst]) to next: one limiter, shared
 // with them, so a client's attempts count against one budget whichever
 // route they go to. Past the limit it answers 429 with Retry-After and
-// emits [EventClientThrottled]. It names the client address to next's
-// request context (see [WithClientAddr]), taken from the connection or a
-// trusted proxy's X-Forwarded-For ([Config.TrustedProxies]), so that the
-// login methods count attempts per client and events name it. Wrap an
-// application's own routes that check a secret, such as a node route
-// that calls [Authenticator.IssueNodeToken] after checking a node key.
+// emits [EventClientThrottled]. An attempt that next answers with a 2xx
+// status, a right credential, is given back once answered: a fleet behind
+// one address is not slowed by its own logins, while each wrong guess
+// still costs one attempt (see the README's "Behind a reverse proxy").
+// It names the client address to next's request context (see
+// [WithClientAddr]), taken from the connection or a trusted proxy's
+// X-Forwarded-For ([Config.TrustedProxies]), so that the login methods
+// count attempts per client and events name it. Wrap an application's own
+// routes that check a secret, such as a node route that calls
+// [Authenticator.IssueNodeToken] after checking a node key, and answer
+// 2xx only when the secret was right.
 func (a *Authenticator) Limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = r.WithContext(WithClientAddr(r.Context(), clientAddr(r, a.cfg.TrustedProxies)))
-		if d := a.clients.wait(r, a.now()); d > 0 {
+		now := a.now()
+		addr := a.clients.clientOf(r, now)
+		r = r.WithContext(WithClientAddr(r.Context(), addr))
+		b, d := a.clients.take(addr, now)
+		if d > 0 {
 			a.emit(r.Context(), Event{Type: EventClientThrottled})
-			a.WriteError(w, r, &ThrottledError{RetryAfter: d})
+			a.WriteError(w, r, &RetryError{Reason: ErrThrottled, RetryAfter: d})
+			return
+		}
+		if b == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status >= 200 && sw.status < 300 {
+			a.clients.giveBack(b, a.now())
+		}
+	})
+}
+
+// statusWriter notes the status of the answer written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	// An informational answer (1xx) comes before the real one.
+	if w.status == 0 && status >= 200 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets [http.ResponseController] reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Middleware lets a request through only with a valid bearer credential
+// (see [Authenticator.CheckBearer]) and puts its [Principal] in the
+// request context. Others get 401. Unless [Authenticator.Limit] already
+// did, it names the client address in the context, for the events of the
+// check. To admit only some kinds of principal, use
+// [Authenticator.Require] instead.
+func (a *Authenticator) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, _, err := a.authenticate(r)
+		if err != nil {
+			a.WriteError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// Middleware lets a request through only with a valid bearer credential
-// (see [Authenticator.CheckBearer]) and puts its [Principal] in the
-// request context. Others get 401. Unless [Authenticator.Limit] already
-// did, it names the client address in the context, for the events of the
-// check.
-func (a *Authenticator) Middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		if _, ok := ctx.Value(clientAddrKey{}).(netip.Addr); !ok {
-			ctx = WithClientAddr(ctx, clientAddr(r, a.cfg.TrustedProxies))
-		}
-		cred, err := BearerToken(r.Header)
-		var p Principal
-		if err == nil {
-			p, err = a.CheckBearer(ctx, cred)
-		}
-		if err != nil {
-			a.WriteError(w, r, err)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(NewContext(ctx, p)))
-	})
+// authenticate checks r's bearer credential and returns r with the
+// [Principal] and the client address in its context.
+func (a *Authenticator) authenticate(r *http.Request) (*http.Request, Principal, error) {
+	ctx := r.Context()
+	if _, ok := ctx.Value(clientAddrKey{}).(netip.Addr); !ok {
+		ctx = WithClientAddr(ctx, clientAddr(r, a.cfg.TrustedProxies))
+	}
+	cred, err := BearerToken(r.Header)
+	var p Principal
+	if err == nil {
+		p, err = a.CheckBearer(ctx, cred)
+	}
+	if err != nil {
+		return r, Principal{}, err
+	}
+	return r.WithContext(NewContext(ctx, p)), p, nil
 }
 
-// RequireKinds returns a middleware that lets a request through only when
-// the [Principal] in its context is of one of kinds. Put it inside
-// [Authenticator.Middleware], which sets the principal:
+// Require returns a middleware that lets a request through only with a
+// valid bearer credential of one of kinds, in one step: it checks the
+// bearer as [Authenticator.Middleware] does and puts the [Principal] in
+// the request context, so it needs no Middleware before it:
 //
-//	hostsOnly := auth.RequireKinds(nmauth.KindHost, nmauth.KindMaster)
-//	mux.Handle("POST /api/hosts/{id}/checkin", auth.Middleware(hostsOnly(checkin)))
+//	usersOnly := auth.Require(nmauth.KindUser, nmauth.KindMaster)
+//	mux.Handle("DELETE /api/networks/{network}", usersOnly(deleteNetwork))
 //
-// A principal of another kind gets 403 ([ErrForbidden]); a request without
-// one, because the middleware did not run before it, gets 401
-// ([ErrUnauthenticated]). Both answers are the active profile's envelope.
-func (a *Authenticator) RequireKinds(kinds ...PrincipalKind) func(http.Handler) http.Handler {
+// A request without a valid credential gets 401 ([ErrUnauthenticated]); a
+// valid credential of another kind gets 403 ([ErrForbidden]), since it is
+// no wrong credential; a Store fault during the check gets 503. Each
+// answer is the active profile's envelope. Behind Middleware or another
+// Require, or the application's own [NewContext], the Principal already
+// in the context is taken as it is, and the bearer is not checked twice.
+//
+// Require panics when kinds is empty or holds a kind other than
+// [KindMaster], [KindUser], [KindHost] and [KindNode]: a guard that
+// admits nobody is a mistake to see at setup, not at the first request.
+func (a *Authenticator) Require(kinds ...PrincipalKind) func(http.Handler) http.Handler {
+	if len(kinds) == 0 {
+		panic("nmauth: Require needs at least one PrincipalKind; Middleware admits every kind")
+	}
+	for _, k := range kinds {
+		if !slices.Contains([]PrincipalKind{KindMaster, KindUser, KindHost, KindNode}, k) {
+			panic(fmt.Sprintf("nmauth: Require: unknown PrincipalKind %q", k))
+		}
+	}
 	allowed := slices.Clone(kinds)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p, ok := FromContext(r.Context())
-			switch {
-			case !ok:
-				a.WriteError(w, r, ErrUnauthenticated)
-			case !slices.Contains(allowed, p.Kind):
-				a.WriteError(w, r, ErrForbidden)
-			default:
-				next.ServeHTTP(w, r)
+			if !ok {
+				var err error
+				if r, p, err = a.authenticate(r); err != nil {
+					a.WriteError(w, r, err)
+					return
+				}
 			}
+			if !slices.Contains(allowed, p.Kind) {
+				a.WriteError(w, r, ErrForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
 }
@@ -212,7 +282,11 @@ func BearerToken(h http.Header) (string, error) {
 func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req HostAuthRequest
-		if err := decodeJSON(w, r, &req); err != nil {
+		err := decodeJSON(w, r, &req)
+		if err == nil {
+			err = requireFields("id", req.ID, "password", req.Password)
+		}
+		if err != nil {
 			a.WriteError(w, r, err)
 			return
 		}
@@ -233,7 +307,11 @@ func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
 
 func (a *Authenticator) serveUserLogin(w http.ResponseWriter, r *http.Request) {
 	var req UserAuthRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	err := decodeJSON(w, r, &req)
+	if err == nil {
+		err = requireFields("username", req.Username, "password", req.Password)
+	}
+	if err != nil {
 		a.WriteError(w, r, err)
 		return
 	}
@@ -262,7 +340,7 @@ func (a *Authenticator) serveCompleteTOTP(w http.ResponseWriter, r *http.Request
 		return
 	}
 	p, _ := FromContext(r.Context())
-	out, err := a.ReplaceTOTP(r.Context(), p, r.PathValue("username"), req.URL, req.Signature, req.TOTP, req.CurrentTOTP)
+	out, err := a.CompleteTOTP(r.Context(), p, r.PathValue("username"), req.URL, req.Signature, req.TOTP, req.CurrentTOTP)
 	if err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -290,11 +368,8 @@ func (a *Authenticator) serveVerifyTOTP(w http.ResponseWriter, r *http.Request) 
 }
 
 // decodeJSON reads exactly one JSON value of at most MaxBodyBytes from an
-// application/json body into v, a pointer to a struct. A key given twice,
-// or two keys that name one field of v in different case, are refused:
-// encoding/json would keep the last of them silently, so a proxy or log
-// that reads the first would see another request than the one served.
-// Keys v does not know are ignored, since real clients send more fields.
+// application/json body into v, a pointer to a struct, whose keys must
+// match v's field names exactly (see [checkKeys]).
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
@@ -314,68 +389,6 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return checkKeys(body, jsonFields(v))
 }
 
-// checkKeys refuses a top-level object in body with a key given twice or
-// two keys that fold to one of fields. body is known to be valid JSON.
-func checkKeys(body []byte, fields map[string]bool) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return errBadJSON
-		}
-		key, _ := tok.(string)
-		name := key
-		if folded := foldKey(key); fields[folded] {
-			name = folded
-		}
-		if seen[name] {
-			return errDuplicateKey
-		}
-		seen[name] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return errBadJSON
-		}
-	}
-	return nil
-}
-
-// foldKey folds a key the way encoding/json matches a key to a field name
-// regardless of case, so that "ſ" (U+017F) and "K" (U+212A) fold as "S" and
-// "K" do.
-func foldKey(s string) string {
-	return strings.Map(func(r rune) rune { return unicode.ToUpper(unicode.ToLower(r)) }, s)
-}
-
-// jsonFields returns the folded JSON names of the fields of the struct v
-// points to.
-func jsonFields(v any) map[string]bool {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	fields := map[string]bool{}
-	if t.Kind() != reflect.Struct {
-		return fields
-	}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		fields[foldKey(name)] = true
-	}
-	return fields
-}
-
 func decodeError(err error) error {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
@@ -387,6 +400,7 @@ func decodeError(err error) error {
 // errorStatus maps an error to its HTTP status and the only text a client
 // sees. Anything it does not know is a 500 with a generic message.
 func errorStatus(err error) (int, string) {
+	var field *fieldError
 	switch {
 	case errors.Is(err, errContentType):
 		return http.StatusUnsupportedMediaType, "content type must be application/json"
@@ -395,7 +409,9 @@ func errorStatus(err error) (int, string) {
 	case errors.Is(err, errBadJSON):
 		return http.StatusBadRequest, "malformed JSON body"
 	case errors.Is(err, errDuplicateKey):
-		return http.StatusBadRequest, "a field is given twice in the JSON body (field names match in any case)"
+		return http.StatusBadRequest, "a field is given twice in the JSON body"
+	case errors.As(err, &field):
+		return http.StatusBadRequest, field.message()
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, "method not allowed"
 	case errors.Is(err, errNoRoute):
@@ -471,13 +487,8 @@ func (a *Authenticator) WriteError(w http.ResponseWriter, r *http.Request, err e
 // retryAfterSeconds rounds a wait up to whole seconds, at least one.
 func retryAfterSeconds(err error) int {
 	var d time.Duration
-	var t *ThrottledError
-	var o *OverloadedError
-	switch {
-	case errors.As(err, &t):
-		d = t.RetryAfter
-	case errors.As(err, &o):
-		d = o.RetryAfter
+	if r := (*RetryError)(nil); errors.As(err, &r) {
+		d = r.RetryAfter
 	}
 	return max(1, int((d+time.Second-1)/time.Second))
 }

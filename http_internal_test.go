@@ -23,9 +23,9 @@ func TestWriteErrorWaits(t *testing.T) {
 		status     int
 		retryAfter string
 	}{
-		{&OverloadedError{RetryAfter: time.Second}, http.StatusServiceUnavailable, "1"},
-		{&ThrottledError{RetryAfter: 1500 * time.Millisecond}, http.StatusTooManyRequests, "2"},
-		{&ThrottledError{RetryAfter: 15 * time.Minute}, http.StatusTooManyRequests, "900"},
+		{&RetryError{Reason: ErrOverloaded, RetryAfter: time.Second}, http.StatusServiceUnavailable, "1"},
+		{&RetryError{Reason: ErrThrottled, RetryAfter: 1500 * time.Millisecond}, http.StatusTooManyRequests, "2"},
+		{&RetryError{Reason: ErrThrottled, RetryAfter: 15 * time.Minute}, http.StatusTooManyRequests, "900"},
 		{errors.New("disk on fire: /var/lib/secret"), http.StatusInternalServerError, ""},
 	}
 	for _, tc := range tests {

@@ -37,7 +37,7 @@ func TestListAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := f.auth.CompleteTOTP(ctx, bobP, "bob", e.URL, e.Signature, f.code(otpURL.Query().Get("secret"), 0))
+	done, err := f.auth.CompleteTOTP(ctx, bobP, "bob", e.URL, e.Signature, f.code(otpURL.Query().Get("secret"), 0), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestListAccounts(t *testing.T) {
 	}
 	lockedUntil := f.clock.Now().Add(10 * time.Minute)
 	if err := f.store.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-		u.PasswordBlockedUntil = lockedUntil
+		u.State.PasswordBlockedUntil = lockedUntil
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestNodeTokenValid(t *testing.T) {
 	ctx := t.Context()
 	issue := func(network, node string) string {
 		t.Helper()
-		tok, err := f.auth.IssueNodeToken(network, node)
+		tok, err := f.auth.IssueNodeToken(ctx, network, node)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,19 +1,13 @@
 package nmauth
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"unicode/utf8"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // DefaultMasterKey is the well-known master key the service ships with. It
@@ -33,13 +27,7 @@ var ErrInsecureMasterKey = errors.New("nmauth: insecure master key")
 // empty key acceptable, so it must not suggest that one would.
 var errEmptyMasterKey = errors.New("nmauth: empty master key")
 
-const (
-	envMasterKey      = "MASTER_KEY"
-	envEnvironment    = "NMAUTH_ENV"
-	defaultEnv        = "dev"
-	maxEnvNameLen     = 64
-	maxConfigFileSize = 1 << 20
-)
+const envMasterKey = "MASTER_KEY"
 
 // MasterKey is the master key bearer credential. It keeps only the SHA-256
 // digest of the key, so neither a memory dump nor a stray log line yields
@@ -131,13 +119,13 @@ func (k *MasterKey) GoString() string { return "[REDACTED]" }
 // LogValue implements [slog.LogValuer] with a fixed placeholder.
 func (k *MasterKey) LogValue() slog.Value { return slog.StringValue("[REDACTED]") }
 
-// MasterKeySource tells where [LoadMasterKey] found the master key, for log
-// lines: [MasterKeyFromEnv], [MasterKeyFromDefault], or the slash-separated
-// path of the YAML file relative to the base directory, such as
-// "config/environments/dev.yaml".
+// MasterKeySource tells where a master key came from, for log lines:
+// [MasterKeyFromEnv] or [MasterKeyFromDefault] from [LoadMasterKey], or a
+// source an application names itself, such as nmauthd's configuration
+// file.
 type MasterKeySource string
 
-// Sources of the master key other than a configuration file.
+// Sources of the master key that [LoadMasterKey] reports.
 const (
 	// MasterKeyFromEnv means the MASTER_KEY environment variable.
 	MasterKeyFromEnv MasterKeySource = "env MASTER_KEY"
@@ -150,8 +138,6 @@ const (
 type MasterKeyOptions struct {
 	// Getenv reads an environment variable. Defaults to os.Getenv.
 	Getenv func(string) string
-	// Dir is the base directory that holds config/. Defaults to ".".
-	Dir string
 	// AllowInsecure accepts the default key or a short one with a
 	// warning instead of an error. Meant for development only. Defaults
 	// to false.
@@ -161,178 +147,27 @@ type MasterKeyOptions struct {
 	Logger *slog.Logger
 }
 
-// LoadMasterKey finds the master key and validates it with the rules of
-// [NewMasterKey]. It looks, in order, at the MASTER_KEY environment
-// variable if not empty; then at server.masterkey in
-// <Dir>/config/environments/<env>.yaml, where env is NMAUTH_ENV (default
-// "dev", letters, digits, '-' and '_' only); then falls back to
-// [DefaultMasterKey]. A missing file or an empty or absent
-// server.masterkey moves on to the next step; an unreadable or malformed
-// file is an error naming the file. The [MasterKeySource] tells which step
-// supplied the key.
+// LoadMasterKey takes the master key from the MASTER_KEY environment
+// variable, or when it is empty falls back to [DefaultMasterKey], and
+// validates it with the rules of [NewMasterKey]. The [MasterKeySource]
+// tells which supplied the key. An application that keeps its key
+// elsewhere, say in its configuration file, gives it to [NewMasterKey].
 func LoadMasterKey(opts MasterKeyOptions) (*MasterKey, MasterKeySource, error) {
-	getenv, dir := opts.Getenv, opts.Dir
+	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if dir == "" {
-		dir = "."
-	}
-	env := getenv(envEnvironment)
-	if env == "" {
-		env = defaultEnv
-	}
-	if err := validateEnvName(env); err != nil {
-		return nil, "", err
-	}
-	rel := "config/environments/" + env + ".yaml"
-	key, src, err := findMasterKey(getenv, dir, rel)
-	if err != nil {
-		return nil, "", err
+	key, src := getenv(envMasterKey), MasterKeyFromEnv
+	if key == "" {
+		key, src = DefaultMasterKey, MasterKeyFromDefault
 	}
 	mk, err := newMasterKey(key, opts.AllowInsecure, opts.Logger, src)
 	if errors.Is(err, ErrInsecureMasterKey) {
-		return nil, "", fmt.Errorf("%w (from %s); set %s or server.masterkey in %s to a random value of at least %d characters",
-			err, src, envMasterKey, rel, MinMasterKeyLen)
+		return nil, "", fmt.Errorf("%w (from %s); set %s to a random value of at least %d characters",
+			err, src, envMasterKey, MinMasterKeyLen)
 	}
 	if err != nil {
 		return nil, "", err
 	}
 	return mk, src, nil
-}
-
-// validateEnvName keeps NMAUTH_ENV a plain file name so that it cannot
-// point outside config/environments/.
-func validateEnvName(env string) error {
-	if len(env) > maxEnvNameLen {
-		return fmt.Errorf("nmauth: %s is longer than %d characters", envEnvironment, maxEnvNameLen)
-	}
-	for _, r := range env {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
-		if !ok {
-			return fmt.Errorf("nmauth: %s %q may hold only letters, digits, '-' and '_'", envEnvironment, env)
-		}
-	}
-	return nil
-}
-
-// findMasterKey applies the lookup order of [LoadMasterKey].
-func findMasterKey(getenv func(string) string, dir, rel string) (string, MasterKeySource, error) {
-	if key := getenv(envMasterKey); key != "" {
-		return key, MasterKeyFromEnv, nil
-	}
-	path := filepath.Join(dir, filepath.FromSlash(rel))
-	key, err := readMasterKeyFile(path)
-	if err != nil {
-		return "", "", err
-	}
-	if key != "" {
-		return key, MasterKeySource(rel), nil
-	}
-	return DefaultMasterKey, MasterKeyFromDefault, nil
-}
-
-// readMasterKeyFile returns server.masterkey from the YAML file at path,
-// or "" if the file does not exist or sets no key.
-func readMasterKeyFile(path string) (string, error) {
-	data, err := readSmallFile(path, maxConfigFileSize)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("nmauth: reading master key from %s: %w", path, err)
-	}
-	key, err := masterKeyFromYAML(data)
-	if err != nil {
-		return "", fmt.Errorf("nmauth: reading master key from %s: %w", path, err)
-	}
-	return key, nil
-}
-
-// readSmallFile reads at most limit bytes and fails on a larger file, so a
-// misplaced huge file cannot stall startup.
-func readSmallFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("file is larger than %d bytes", limit)
-	}
-	return data, nil
-}
-
-// masterKeyFromYAML walks the parsed document by hand instead of decoding
-// into a struct: the decoder's type errors quote part of the offending
-// value, which here may be the key.
-func masterKeyFromYAML(data []byte) (string, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return "", nil
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return "", fmt.Errorf("malformed YAML: %w", err)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return "", nil
-	}
-	root := resolveAlias(doc.Content[0])
-	if isNull(root) {
-		return "", nil
-	}
-	if root.Kind != yaml.MappingNode {
-		return "", errors.New("the document must be a mapping")
-	}
-	server, err := mappingValue(root, "server")
-	if err != nil || server == nil || isNull(server) {
-		return "", err
-	}
-	if server.Kind != yaml.MappingNode {
-		return "", errors.New("server must be a mapping")
-	}
-	key, err := mappingValue(server, "masterkey")
-	if err != nil || key == nil || isNull(key) {
-		return "", err
-	}
-	if key.Kind != yaml.ScalarNode || key.ShortTag() != "!!str" {
-		return "", errors.New("server.masterkey must be a string (quote it)")
-	}
-	return key.Value, nil
-}
-
-// mappingValue returns the value under name in the mapping m, or nil. A
-// repeated name is an error: which of the two would win is not obvious to
-// whoever edits the file.
-func mappingValue(m *yaml.Node, name string) (*yaml.Node, error) {
-	var found *yaml.Node
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k := m.Content[i]
-		if k.ShortTag() == "!!merge" {
-			return nil, errors.New("merge keys (<<) are not supported")
-		}
-		if k.Kind != yaml.ScalarNode || k.Value != name {
-			continue
-		}
-		if found != nil {
-			return nil, fmt.Errorf("%s appears more than once", name)
-		}
-		found = resolveAlias(m.Content[i+1])
-	}
-	return found, nil
-}
-
-func resolveAlias(n *yaml.Node) *yaml.Node {
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		return n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }

@@ -127,9 +127,9 @@ func newPasswordHasher(concurrency, queue int, rnd io.Reader) *passwordHasher {
 	}
 }
 
-// acquire waits for a slot. It fails at once with an [*OverloadedError]
-// when the queue is full, and with ctx.Err() if ctx ends first. On success
-// the caller must call the returned release.
+// acquire waits for a slot. It fails at once with a [*RetryError] for
+// [ErrOverloaded] when the queue is full, and with ctx.Err() if ctx ends
+// first. On success the caller must call the returned release.
 func (h *passwordHasher) acquire(ctx context.Context) (release func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -137,7 +137,7 @@ func (h *passwordHasher) acquire(ctx context.Context) (release func(), err error
 	select {
 	case h.tickets <- struct{}{}:
 	default:
-		return nil, &OverloadedError{RetryAfter: overloadRetryAfter}
+		return nil, &RetryError{Reason: ErrOverloaded, RetryAfter: overloadRetryAfter}
 	}
 	select {
 	case h.slots <- struct{}{}:
@@ -411,6 +411,9 @@ func checkPasswordPolicy(password string) (string, error) {
 // login, where the length policy is not checked again, so that a password
 // set under it still matches. The error never contains the password.
 func preparePassword(password string) (string, error) {
+	if password == "" {
+		return "", fmt.Errorf("%w: empty; a password is required", ErrInvalidPassword)
+	}
 	// The PRECIS package turns each invalid byte into U+FFFD, which would
 	// make distinct byte strings the same password.
 	if !utf8.ValidString(password) {
@@ -418,7 +421,7 @@ func preparePassword(password string) (string, error) {
 	}
 	p, err := precis.OpaqueString.String(password)
 	if err != nil {
-		return "", fmt.Errorf("%w: not allowed by the PRECIS OpaqueString profile", ErrInvalidPassword)
+		return "", fmt.Errorf("%w: it holds a character no password may hold, such as a control character (PRECIS OpaqueString)", ErrInvalidPassword)
 	}
 	return p, nil
 }

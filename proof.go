@@ -112,7 +112,7 @@ func (a *Authenticator) IssueUserToken(ctx context.Context, username string, sec
 	case err != nil:
 		return UserLogin{}, err
 	}
-	gen := u.Generation
+	gen := u.State.Generation
 	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: secondFactor, issuedAt: a.now(), ttl: a.cfg.UserTokenTTL, generation: &gen})
 	if err != nil {
 		return UserLogin{}, err

@@ -128,9 +128,9 @@ func TestRedeemPreAuthFailures(t *testing.T) {
 
 	// Five failures in a row start the backoff: 1 s, for every factor.
 	pre = f.preAuthToken("alice", "correct horse battery")
-	var throttled *nmauth.ThrottledError
-	if _, err := f.auth.CheckPreAuth(ctx, pre, "alice"); !errors.As(err, &throttled) {
-		t.Fatalf("CheckPreAuth in the backoff: %v, want a ThrottledError", err)
+	var throttled *nmauth.RetryError
+	if _, err := f.auth.CheckPreAuth(ctx, pre, "alice"); !errors.As(err, &throttled) || !errors.Is(err, nmauth.ErrThrottled) {
+		t.Fatalf("CheckPreAuth in the backoff: %v, want a RetryError for ErrThrottled", err)
 	}
 	if _, err := f.auth.RedeemPreAuth(ctx, pre, "alice", nil); !errors.As(err, &throttled) {
 		t.Fatalf("a proof in the backoff: %v, want a ThrottledError", err)
@@ -145,9 +145,9 @@ func TestRedeemPreAuthFailures(t *testing.T) {
 		t.Fatalf("a proof after the backoff: %v", err)
 	}
 	u, err := f.store.GetUser(ctx, "alice")
-	if err != nil || u.TOTPFailures != 0 || !u.TOTPBlockedUntil.IsZero() || u.PreAuthID != "" {
+	if err != nil || u.State.TOTPFailures != 0 || !u.State.TOTPBlockedUntil.IsZero() || u.State.PreAuthID != "" {
 		t.Errorf("after a proof that held: failures %d, blocked until %v, pre-auth id %q (%v); want all cleared",
-			u.TOTPFailures, u.TOTPBlockedUntil, u.PreAuthID, err)
+			u.State.TOTPFailures, u.State.TOTPBlockedUntil, u.State.PreAuthID, err)
 	}
 }
 

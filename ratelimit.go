@@ -1,96 +1,208 @@
 package nmauth
 
 import (
+	"math"
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/maypok86/otter/v2"
 )
 
 // clientLimiter bounds how fast one client address may try credentials,
 // against an attacker spraying one password across many accounts, which
-// the per-account backoff does not see.
+// the per-account backoff does not see. It also watches for the signs of
+// a reverse proxy missing from [Config.TrustedProxies] (see proxyWatch).
+//
+// Each address has a bucket of the generic cell rate algorithm (GCRA):
+// one atomic word, the bucket's theoretical arrival time (tat). Each
+// attempt moves tat on by one interval, 1/[Config.ClientRate], from now
+// or from where it was if that is later; an attempt that would put tat
+// more than [Config.ClientBurst] intervals ahead of now is refused, and
+// waits until it would not. So a bucket whose tat has passed is full, the
+// same as a new one. Attempts of one address wait for each other only for
+// a compare-and-swap.
+//
+// The buckets live in an otter cache: a lookup takes no lock that other
+// lookups wait for, and adding or dropping an address costs the same at
+// any size. Each bucket expires bucketSlack after the latest attempt plus
+// the time to refill a whole burst: by then it is full whatever happened,
+// so expiring it loses nothing and no sweep is needed. Past
+// maxLimitedClients addresses inside that time the cache drops the ones
+// least likely to come back (W-TinyLFU), one at a time: a busy address,
+// an attacker's included, keeps its bucket while addresses seen once
+// come and go.
 type clientLimiter struct {
-	limit   rate.Limit
-	burst   int
-	trusted []netip.Prefix
-
-	mu      sync.Mutex
-	clients map[netip.Addr]*rate.Limiter
+	// interval is the time one attempt costs, in nanoseconds; span is
+	// how far ahead of now tat may run, ClientBurst intervals.
+	interval, span int64
+	trusted        []netip.Prefix
+	// buckets is nil when the limit is off.
+	buckets *otter.Cache[netip.Addr, *clientBucket]
+	clock   *attemptClock
+	watch   proxyWatch
 }
 
-// maxLimitedClients bounds the limiter's memory; past it, clients whose
-// bucket has refilled are forgotten first.
+// maxLimitedClients bounds the limiter's memory. With the defaults a
+// bucket lives 21 s after its address's last attempt, so it holds every
+// address while fewer than about 4,700 new ones a second arrive: a
+// million hosts logging in every 15 minutes bring 1,111.
 const maxLimitedClients = 100000
 
-func newClientLimiter(perSecond float64, burst int, trusted []netip.Prefix) *clientLimiter {
-	if perSecond < 0 {
-		return nil
+// bucketSlack is what a bucket lives past the time it takes to refill.
+// otter leaves an entry's expiry as it was when a read would move it by a
+// second or less, and its clock lags by up to clockStep, so without it a
+// bucket could expire that much early.
+const bucketSlack = time.Second + clockStep
+
+func newClientLimiter(cfg Config) *clientLimiter {
+	l := &clientLimiter{
+		trusted: cfg.TrustedProxies,
+		watch:   proxyWatch{log: cfg.Logger},
 	}
-	return &clientLimiter{
-		limit:   rate.Limit(perSecond),
-		burst:   burst,
-		trusted: trusted,
-		clients: make(map[netip.Addr]*rate.Limiter),
+	if cfg.ClientRate < 0 {
+		return l
 	}
+	burst := max(cfg.ClientBurst, 1)
+	// The bound keeps span within int64 whatever rate is configured.
+	interval := min(float64(time.Second)/cfg.ClientRate, float64(math.MaxInt64/4)/float64(burst))
+	l.interval = int64(interval)
+	l.span = l.interval * int64(burst)
+	life := time.Duration(l.span) + bucketSlack
+	l.clock = &attemptClock{}
+	l.clock.ns.Store(cfg.Now().UnixNano())
+	l.buckets = otter.Must(&otter.Options[netip.Addr, *clientBucket]{
+		MaximumSize:      maxLimitedClients,
+		ExpiryCalculator: otter.ExpiryAccessing[netip.Addr, *clientBucket](life),
+		Clock:            l.clock,
+	})
+	return l
 }
 
-// wait returns how long the client must wait before this attempt would be
-// allowed; zero means go ahead, and the attempt is counted.
-func (l *clientLimiter) wait(r *http.Request, now time.Time) time.Duration {
-	if l == nil {
-		return 0
+// clientBucket is one address's bucket.
+type clientBucket struct {
+	// tat is the theoretical arrival time, in Unix nanoseconds.
+	tat atomic.Int64
+	// seen counts the address's attempts of the current minute, for
+	// proxyWatch.
+	seen minuteCount
+}
+
+// take counts an attempt of the client addr at now. It returns how long
+// the client must wait before the attempt would be allowed, zero when it
+// is allowed, and then the bucket it was counted in, for giveBack; nil
+// when the limit is off.
+func (l *clientLimiter) take(addr netip.Addr, now time.Time) (*clientBucket, time.Duration) {
+	if l.buckets == nil {
+		return nil, 0
 	}
-	addr := clientAddr(r, l.trusted)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim, ok := l.clients[addr]
+	ns := now.UnixNano()
+	l.clock.advance(ns)
+	b, ok := l.buckets.GetIfPresent(addr)
 	if !ok {
-		if len(l.clients) >= maxLimitedClients {
-			l.evict(now)
+		b, _ = l.buckets.SetIfAbsent(addr, new(clientBucket))
+	}
+	l.watch.attempt(b, addr, ns)
+	for {
+		tat := b.tat.Load()
+		next := max(tat, ns) + l.interval
+		if wait := next - ns - l.span; wait > 0 {
+			return nil, time.Duration(wait)
 		}
-		lim = rate.NewLimiter(l.limit, l.burst)
-		l.clients[addr] = lim
+		if b.tat.CompareAndSwap(tat, next) {
+			return b, 0
+		}
 	}
-	res := lim.ReserveN(now, 1)
-	if !res.OK() {
-		return time.Minute
-	}
-	if d := res.DelayFrom(now); d > 0 {
-		res.CancelAt(now)
-		return d
-	}
-	return 0
 }
 
-func (l *clientLimiter) evict(now time.Time) {
-	for a, lim := range l.clients {
-		if lim.TokensAt(now) >= float64(l.burst) {
-			delete(l.clients, a)
+// giveBack returns the attempt that take counted in b at an earlier time,
+// after it proved a right credential. It never fills the bucket beyond
+// full, so a client gains nothing by it but the attempt it spent.
+func (l *clientLimiter) giveBack(b *clientBucket, now time.Time) {
+	ns := now.UnixNano()
+	for {
+		tat := b.tat.Load()
+		if tat <= ns || b.tat.CompareAndSwap(tat, max(tat-l.interval, ns)) {
+			return
 		}
 	}
-	if len(l.clients) >= maxLimitedClients {
-		clear(l.clients)
+}
+
+// clientOf names the client of r as [clientAddr] does, and notes, at
+// now, a forwarding header from a peer that is not a trusted proxy.
+func (l *clientLimiter) clientOf(r *http.Request, now time.Time) netip.Addr {
+	peer := peerAddr(r)
+	if !isTrusted(l.trusted, peer) {
+		l.watch.forwarded(r, peer, now)
+	}
+	return forwardedClient(r, peer, l.trusted)
+}
+
+// stats is what the limit and its watch counted.
+func (l *clientLimiter) stats() ClientStats {
+	s := l.watch.stats()
+	if l.buckets != nil {
+		s.Addresses = l.buckets.EstimatedSize()
+	}
+	return s
+}
+
+// attemptClock is the clock of the buckets' cache: the time of the latest
+// attempt, by [Config.Now], moved on in steps of at least clockStep. So
+// buckets expire by the clock that fills them, the cache never calls
+// Config.Now itself from a goroutine of its own, and attempts seldom
+// write this shared word.
+type attemptClock struct{ ns atomic.Int64 }
+
+const clockStep = 10 * time.Millisecond
+
+// advance moves the clock on to ns if that is at least clockStep ahead.
+func (c *attemptClock) advance(ns int64) {
+	for {
+		old := c.ns.Load()
+		if ns-old < int64(clockStep) || c.ns.CompareAndSwap(old, ns) {
+			return
+		}
 	}
 }
+
+func (c *attemptClock) NowNano() int64 { return c.ns.Load() }
+
+// Tick paces the cache's periodic removal of expired buckets.
+func (c *attemptClock) Tick(d time.Duration) <-chan time.Time { return time.Tick(d) }
 
 // clientAddr is the connection's peer address, or, when the peer is a
-// trusted proxy, the nearest untrusted address in X-Forwarded-For. A hop
-// may carry a port ("192.0.2.1:5678", "[2001:db8::1]:443"). A hop that is
-// no address at all ("unknown", an obfuscated name) gives the invalid
-// address: such clients share one bucket, apart from the proxy's own.
-// IPv6 clients are grouped by /64, the block a single host usually holds.
+// trusted proxy, the nearest untrusted address in X-Forwarded-For. IPv6
+// clients are grouped by /64, the block a single host usually holds.
 func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
+	return forwardedClient(r, peerAddr(r), trusted)
+}
+
+// peerAddr is the address of the connection's peer; the unspecified IPv6
+// address when r has none, as a request served without a connection.
+func peerAddr(r *http.Request) netip.Addr {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	addr := ap.Addr().Unmap()
 	if err != nil {
-		addr = netip.IPv6Unspecified()
+		return netip.IPv6Unspecified()
 	}
-	if isTrusted(trusted, addr) {
-		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	return ap.Addr().Unmap()
+}
+
+// forwardedClient is the client of a request from peer: peer itself,
+// unless it is a trusted proxy that named the client in X-Forwarded-For.
+// Then the hops are read from the right, the one the proxy added first,
+// and the first that is not trusted is the client; hops to its left were
+// written by the client and are not believed. A hop may carry a port
+// ("192.0.2.1:5678", "[2001:db8::1]:443"). A hop that is no address at
+// all ("unknown", an obfuscated name) gives the invalid address: such
+// clients share one bucket, apart from the proxy's own. IPv6 clients are
+// grouped by /64.
+func forwardedClient(r *http.Request, peer netip.Addr, trusted []netip.Prefix) netip.Addr {
+	addr := peer
+	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 && isTrusted(trusted, peer) {
+		hops := strings.Split(strings.Join(xff, ","), ",")
 		for i := len(hops) - 1; i >= 0; i-- {
 			hop, ok := parseHop(hops[i])
 			if !ok {

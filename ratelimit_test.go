@@ -1,9 +1,12 @@
 package nmauth_test
 
 import (
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +25,7 @@ func TestClientLimit(t *testing.T) {
 	if r.header.Get("Retry-After") != "1" {
 		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
 	}
-	if u, _ := f.store.GetUser(t.Context(), "alice"); u.PasswordFailures != 0 {
+	if u, _ := f.store.GetUser(t.Context(), "alice"); u.State.PasswordFailures != 0 {
 		t.Fatal("a refused attempt reached the account")
 	}
 	// The limit covers host login and verify-totp too.
@@ -81,5 +84,154 @@ func TestClientLimitIgnoresForwardedWithoutTrustedProxy(t *testing.T) {
 		if s := f.send(req).status; s != want {
 			t.Fatalf("attempt %d: %d, want %d", i, s, want)
 		}
+	}
+}
+
+// TestClientLimitGivesBackRightLogins checks that a right password gives
+// its attempt back, so that many logins from one address (a fleet behind
+// one NAT address) are not throttled by their own successes, while wrong
+// ones still use the budget up, and the right password waits with them.
+func TestClientLimitGivesBackRightLogins(t *testing.T) {
+	f := newFixture(t, func(c *nmauth.Config) { c.ClientRate, c.ClientBurst = 1, 3 })
+	f.addUser("alice", "correct horse battery")
+	for i := range 10 {
+		if r := f.loginUser("alice", "correct horse battery"); r.status != 200 {
+			t.Fatalf("right login %d from one address: %d", i+1, r.status)
+		}
+	}
+	for range 3 {
+		wantError(t, f.loginUser("alice", "wrong password"), 401)
+	}
+	wantError(t, f.loginUser("alice", "correct horse battery"), 429)
+	f.clock.Advance(time.Second)
+	wantStatus(t, f.loginUser("alice", "correct horse battery"), 200)
+}
+
+// TestClientLimitGivesBackNoGuesses checks that giving back right
+// attempts gains a password sprayer nothing: an attacker who knows one
+// right credential and sends it between its guesses gets no more guesses
+// evaluated than ClientBurst plus ClientRate a second, as one who only
+// guesses.
+func TestClientLimitGivesBackNoGuesses(t *testing.T) {
+	const burst, seconds = 5, 60
+	for _, withRight := range []bool{false, true} {
+		f := newFixture(t, func(c *nmauth.Config) { c.ClientRate, c.ClientBurst = 1, burst })
+		evaluated := 0
+		check := f.auth.Limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") == "Bearer right" {
+				f.auth.WriteResponse(w, r, http.StatusOK, "ok", nil)
+				return
+			}
+			evaluated++
+			f.auth.WriteError(w, r, nmauth.ErrInvalidCredentials)
+		}))
+		send := func(key string) int {
+			req := httptest.NewRequest(http.MethodPost, "/api/nodes/home/authenticate", nil)
+			req.RemoteAddr = "192.0.2.66:4000"
+			req.Header.Set("Authorization", "Bearer "+key)
+			rec := httptest.NewRecorder()
+			check.ServeHTTP(rec, req)
+			return rec.Code
+		}
+		// Ten guesses a second, each after the right key when withRight.
+		for range seconds * 10 {
+			if withRight {
+				send("right")
+			}
+			send("guess")
+			f.clock.Advance(100 * time.Millisecond)
+		}
+		if evaluated > burst+seconds+1 || evaluated < seconds {
+			t.Errorf("with the right key between guesses %v: %d guesses evaluated in %d s, want about %d",
+				withRight, evaluated, seconds, burst+seconds)
+		}
+	}
+}
+
+// lockedLog is a log destination safe for concurrent writers.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// oneAddressFloor is how many attempts one address makes in a minute
+// before the watch asks whether it made most of them.
+const oneAddressFloor = 64
+
+// TestProxyWatch checks the two warnings of a reverse proxy that is not
+// among the trusted proxies: X-Forwarded-For from an untrusted peer, and
+// one address making most attempts. Each is counted in Stats and logged
+// at most once a minute.
+func TestProxyWatch(t *testing.T) {
+	var logged lockedLog
+	f := newFixture(t, func(c *nmauth.Config) {
+		c.ClientRate, c.ClientBurst = 1, 20
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+		c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	})
+	check := f.auth.Limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.auth.WriteError(w, r, nmauth.ErrInvalidCredentials)
+	}))
+	send := func(peer string, xff string) {
+		req := httptest.NewRequest(http.MethodPost, "/login", nil)
+		req.RemoteAddr = peer + ":4000"
+		if xff != "" {
+			req.Header.Set("X-Forwarded-For", xff)
+		}
+		check.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	lines := func(what string) int { return strings.Count(logged.String(), what) }
+	const untrusted = "X-Forwarded-For or Forwarded from an address that is not a trusted proxy"
+	const oneAddress = "most login attempts of this minute come from one address"
+
+	send("192.0.2.1", "203.0.113.9")
+	send("192.0.2.1", "203.0.113.10")
+	send("10.1.2.3", "203.0.113.11") // a trusted proxy: no warning
+	if s := f.auth.Stats().Clients; s.ForwardedUntrusted != 2 {
+		t.Errorf("ForwardedUntrusted = %d, want 2", s.ForwardedUntrusted)
+	}
+	if n := lines(untrusted); n != 1 || !strings.Contains(logged.String(), "peer=192.0.2.1") {
+		t.Errorf("%d lines about the untrusted peer, want 1 naming it:\n%s", n, logged.String())
+	}
+	f.clock.Advance(time.Minute)
+	send("192.0.2.1", "203.0.113.12")
+	if n := lines(untrusted); n != 2 {
+		t.Errorf("a minute later: %d lines, want 2", n)
+	}
+
+	// Three clients in turn: none makes most attempts.
+	f.clock.Advance(time.Minute)
+	for range 2 * oneAddressFloor {
+		for _, c := range []string{"203.0.113.1", "203.0.113.2", "203.0.113.3"} {
+			send("10.0.0.1", c)
+		}
+	}
+	if s := f.auth.Stats().Clients; s.OneAddressMinutes != 0 || lines(oneAddress) != 0 {
+		t.Fatalf("three clients in turn: OneAddressMinutes %d, log:\n%s", s.OneAddressMinutes, logged.String())
+	}
+	if s := f.auth.Stats().Clients; s.Addresses < 3 {
+		t.Errorf("Addresses = %d, want at least the 3 clients of this minute", s.Addresses)
+	}
+	// A proxy that sends no X-Forwarded-For: its own address makes every
+	// attempt. One line and one minute counted, however many attempts.
+	f.clock.Advance(time.Minute)
+	for range 4 * oneAddressFloor {
+		send("10.0.0.1", "")
+	}
+	if s := f.auth.Stats().Clients; s.OneAddressMinutes != 1 || lines(oneAddress) != 1 ||
+		!strings.Contains(logged.String(), "client=10.0.0.1") {
+		t.Errorf("one address: OneAddressMinutes %d, log:\n%s", s.OneAddressMinutes, logged.String())
 	}
 }

@@ -29,3 +29,29 @@ func TestREADMEMountingIsTheExample(t *testing.T) {
 		t.Errorf("the README's program is not example_mounting_test.go; put this in README.md:\n%s", want)
 	}
 }
+
+// TestREADMEEmbedderFirst checks that the README reads embedder-first:
+// the mounting program starts within its first screen, and its contents
+// line links every section.
+func TestREADMEEmbedderFirst(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(readme), "\n")
+	contents := ""
+	for i, line := range lines {
+		if strings.HasPrefix(line, "**Contents:**") {
+			contents = line
+		}
+		if line == "## Mounting it" && i >= 50 {
+			t.Errorf("\"## Mounting it\" is on line %d, past the first screen of 50 lines", i+1)
+		}
+		if h, ok := strings.CutPrefix(line, "## "); ok && !strings.Contains(contents, "["+h+"](#") {
+			t.Errorf("the contents line does not link the section %q", h)
+		}
+	}
+	if contents == "" {
+		t.Error("README.md has no contents line")
+	}
+}

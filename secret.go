@@ -25,6 +25,15 @@ const maxSecretFileSize = 4096
 // as hex, so that a short or mistyped hex secret never passes for a long
 // base64 one. An error names the position of a bad secret, never its
 // content.
+//
+// A secret must also look drawn at random: one whose text has too few
+// distinct characters for its length (64 hex zeros, a repeated pattern),
+// whose bytes repeat too much, that decodes to printable text, or whose
+// base64 is nine tenths letters of one case (words that happen to read as
+// base64) is refused with advice on making a good one, such as
+// "openssl rand -base64 32". A secret of random bytes fails these tests
+// with a probability below 10^-9. [Config.Secrets] takes bytes as they
+// are: these tests are for secrets a person may have typed.
 func ParseSecrets(s string) ([][]byte, error) {
 	secrets, err := parseSecrets(s)
 	if err != nil {
@@ -59,15 +68,21 @@ func decodeSecret(s string) ([]byte, error) {
 	}
 	var b []byte
 	var err error
+	alphabet := 16
 	if strings.Trim(s, "0123456789abcdefABCDEF") == "" {
 		if b, err = hex.DecodeString(s); err != nil {
 			return nil, errors.New("malformed hex")
 		}
 	} else if b, err = decodeBase64(s); err != nil {
 		return nil, errors.New("neither hex nor base64")
+	} else {
+		alphabet = 64
 	}
 	if len(b) < MinSecretLen {
 		return nil, fmt.Errorf("%d bytes, need at least %d", len(b), MinSecretLen)
+	}
+	if why := secretWeakness(s, alphabet, b); why != "" {
+		return nil, fmt.Errorf("does not look random: %s; %s", why, secretAdvice)
 	}
 	return b, nil
 }

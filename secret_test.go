@@ -16,7 +16,8 @@ import (
 )
 
 func TestParseSecrets(t *testing.T) {
-	raw := []byte("0123456789abcdef0123456789abcdef!")
+	// 33 bytes from openssl rand: a root secret must look random.
+	raw := mustHex(t, "cef37d464cad6634fa08f080594ccc02eee677190703214167ce9e82c09e179b5a")
 	cases := []struct {
 		name, in string
 		want     []byte // nil for an error
@@ -25,7 +26,7 @@ func TestParseSecrets(t *testing.T) {
 		{"hex upper case with newline", strings.ToUpper(hex.EncodeToString(raw)) + "\n", raw},
 		{"base64", base64.StdEncoding.EncodeToString(raw), raw},
 		{"base64 without padding", base64.RawStdEncoding.EncodeToString(raw), raw},
-		{"base64 URL-safe", base64.URLEncoding.EncodeToString([]byte(strings.Repeat("\xfb\xff", 20))), []byte(strings.Repeat("\xfb\xff", 20))},
+		{"base64 URL-safe", base64.URLEncoding.EncodeToString(raw[:30]) + base64.URLEncoding.EncodeToString(urlSafe), append(raw[:30:30], urlSafe...)},
 		{"31 bytes of hex", hex.EncodeToString(raw[:31]), nil},
 		{"odd-length hex", hex.EncodeToString(raw)[1:], nil},
 		{"31 bytes of base64", base64.StdEncoding.EncodeToString(raw[:31]), nil},
@@ -55,10 +56,22 @@ func TestParseSecrets(t *testing.T) {
 	}
 }
 
+// urlSafe are bytes whose base64 holds '-' and '_'.
+var urlSafe = []byte("\xfb\xff\xbf")
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestParseSecretsList(t *testing.T) {
-	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	a, b := "3617787587822ded3d5a58b54215106ba4d52ff804a28d3df9044bb51a467810", "Qf7G+/wCNzUiWoGoeffRrc4BMOLHjcTkHPS7WMBqlWI="
 	got, err := nmauth.ParseSecrets(a + ", " + b)
-	if err != nil || len(got) != 2 || got[0][0] != 0xaa || got[1][0] != 0xbb {
+	if err != nil || len(got) != 2 || got[0][0] != 0x36 || got[1][0] != 0x41 {
 		t.Fatalf("nmauth.ParseSecrets(a, b) = %x, %v; want a then b", got, err)
 	}
 	_, err = nmauth.ParseSecrets(a + ",short")
@@ -99,7 +112,11 @@ func TestSecretFile(t *testing.T) {
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { got[i], _, errs[i] = nmauth.LoadOrCreateSecretFile(path) })
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i], _, errs[i] = nmauth.LoadOrCreateSecretFile(path)
+			}()
 		}
 		wg.Wait()
 		for i := range n {

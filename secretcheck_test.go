@@ -44,7 +44,7 @@ func TestCheckSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, clock: &clock{now: time.Now()}}
-	if _, err := old.CompleteTOTP(ctx, master, "alice", e.URL, e.Signature, f.code(secretOf(t, e.URL), 0)); err != nil {
+	if _, err := old.CompleteTOTP(ctx, master, "alice", e.URL, e.Signature, f.code(secretOf(t, e.URL), 0), ""); err != nil {
 		t.Fatal(err)
 	}
 	err = newAuth(testSecret(2)).CheckSecrets(ctx)

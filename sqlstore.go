@@ -63,6 +63,10 @@ type SQLStore struct {
 	// single writer per database; queuing writers here rather than in
 	// SQLite's busy handler keeps waits fair and cancellable.
 	writes chan struct{}
+	// getUser and getHost are the reads of every login, prepared once
+	// (on each connection, as database/sql does) rather than parsed again
+	// by every call. They live as long as db.
+	getUser, getHost *sql.Stmt
 }
 
 var (
@@ -106,6 +110,13 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d Dialect) (*SQLStore, error) 
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
+	var err error
+	if s.getUser, err = db.PrepareContext(ctx, s.q.getUser); err != nil {
+		return nil, wrapSQL("prepare get user", err)
+	}
+	if s.getHost, err = db.PrepareContext(ctx, s.q.getHost); err != nil {
+		return nil, wrapSQL("prepare get host", err)
+	}
 	return s, nil
 }
 
@@ -130,7 +141,7 @@ func SQLiteDSN(path string) string {
 
 // GetUser implements [Store].
 func (s *SQLStore) GetUser(ctx context.Context, name string) (User, error) {
-	u, err := scanUser(s.db.QueryRowContext(ctx, s.q.getUser, name))
+	u, err := scanUser(s.getUser.QueryRowContext(ctx, name))
 	if err != nil {
 		return User{}, readErr("get user", err)
 	}
@@ -184,7 +195,7 @@ func (s *SQLStore) DeleteUser(ctx context.Context, name string) error {
 
 // GetHost implements [Store].
 func (s *SQLStore) GetHost(ctx context.Context, id string) (Host, error) {
-	h, err := scanHost(s.db.QueryRowContext(ctx, s.q.getHost, id))
+	h, err := scanHost(s.getHost.QueryRowContext(ctx, id))
 	if err != nil {
 		return Host{}, readErr("get host", err)
 	}
@@ -595,11 +606,11 @@ func userArgs(u User) ([]any, error) {
 	if err != nil {
 		return nil, wrapSQL("encode recovery codes", err)
 	}
-	clients, err := encodeClients(u.PasswordClients)
+	clients, err := encodeClients(u.State.PasswordClients)
 	if err != nil {
 		return nil, err
 	}
-	times, err := encodeTimes(u.TOTPBlockedUntil, u.PasswordBlockedUntil, u.CreatedAt)
+	times, err := encodeTimes(u.State.TOTPBlockedUntil, u.State.PasswordBlockedUntil, u.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -609,10 +620,10 @@ func userArgs(u User) ([]any, error) {
 	}
 	return []any{
 		u.Name, u.PasswordHash, u.Disabled,
-		secret, u.TOTPLastStep, u.TOTPFailures, times[0],
-		u.PreAuthID, u.PreAuthFailures, string(codes),
-		u.PasswordFailures, times[1], clients,
-		int64(u.Generation), times[2],
+		secret, u.State.TOTPLastStep, u.State.TOTPFailures, times[0],
+		u.State.PreAuthID, u.State.PreAuthFailures, string(codes),
+		u.State.PasswordFailures, times[1], clients,
+		int64(u.State.Generation), times[2],
 	}, nil
 }
 
@@ -641,18 +652,18 @@ func decodeClients(s string) ([]ClientFailures, error) {
 
 // hostArgs returns h's column values in the order of sqlHostColumns.
 func hostArgs(h Host) ([]any, error) {
-	clients, err := encodeClients(h.PasswordClients)
+	clients, err := encodeClients(h.State.PasswordClients)
 	if err != nil {
 		return nil, err
 	}
-	times, err := encodeTimes(h.PasswordBlockedUntil, h.CreatedAt)
+	times, err := encodeTimes(h.State.PasswordBlockedUntil, h.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
 	return []any{
 		h.ID, h.MACAddress, h.PasswordHash, h.Disabled,
-		h.PasswordFailures, times[0], clients,
-		int64(h.Generation), times[1],
+		h.State.PasswordFailures, times[0], clients,
+		int64(h.State.Generation), times[1],
 	}, nil
 }
 
@@ -669,9 +680,9 @@ func scanUser(row rowScanner) (User, error) {
 	)
 	err := row.Scan(
 		&u.Name, &u.PasswordHash, &u.Disabled,
-		&u.TOTPSecret, &u.TOTPLastStep, &u.TOTPFailures, &totpBlocked,
-		&u.PreAuthID, &u.PreAuthFailures, &codes,
-		&u.PasswordFailures, &pwBlocked, &clients,
+		&u.TOTPSecret, &u.State.TOTPLastStep, &u.State.TOTPFailures, &totpBlocked,
+		&u.State.PreAuthID, &u.State.PreAuthFailures, &codes,
+		&u.State.PasswordFailures, &pwBlocked, &clients,
 		&gen, &made,
 	)
 	if err != nil {
@@ -680,12 +691,12 @@ func scanUser(row rowScanner) (User, error) {
 	if err := json.Unmarshal([]byte(codes), &u.RecoveryCodes); err != nil {
 		return User{}, fmt.Errorf("decode recovery codes of %q: %w", u.Name, err)
 	}
-	if u.PasswordClients, err = decodeClients(clients); err != nil {
+	if u.State.PasswordClients, err = decodeClients(clients); err != nil {
 		return User{}, fmt.Errorf("decode client failures of %q: %w", u.Name, err)
 	}
-	u.TOTPBlockedUntil = decodeTime(totpBlocked)
-	u.PasswordBlockedUntil = decodeTime(pwBlocked)
-	u.Generation = uint64(gen)
+	u.State.TOTPBlockedUntil = decodeTime(totpBlocked)
+	u.State.PasswordBlockedUntil = decodeTime(pwBlocked)
+	u.State.Generation = uint64(gen)
 	u.CreatedAt = decodeTime(made)
 	return u, nil
 }
@@ -698,17 +709,17 @@ func scanHost(row rowScanner) (Host, error) {
 	)
 	err := row.Scan(
 		&h.ID, &h.MACAddress, &h.PasswordHash, &h.Disabled,
-		&h.PasswordFailures, &pwBlocked, &clients,
+		&h.State.PasswordFailures, &pwBlocked, &clients,
 		&gen, &made,
 	)
 	if err != nil {
 		return Host{}, err
 	}
-	if h.PasswordClients, err = decodeClients(clients); err != nil {
+	if h.State.PasswordClients, err = decodeClients(clients); err != nil {
 		return Host{}, fmt.Errorf("decode client failures of %q: %w", h.ID, err)
 	}
-	h.PasswordBlockedUntil = decodeTime(pwBlocked)
-	h.Generation = uint64(gen)
+	h.State.PasswordBlockedUntil = decodeTime(pwBlocked)
+	h.State.Generation = uint64(gen)
 	h.CreatedAt = decodeTime(made)
 	return h, nil
 }

@@ -1,8 +1,8 @@
 package nmauth
 
 // Stats is what an [Authenticator] reports of its load, for metrics: the
-// password-hash queue and the two caches of the bearer check. Counts only
-// grow; the other fields are gauges.
+// password-hash queue, the two caches of the bearer check and the
+// per-client limit. Counts only grow; the other fields are gauges.
 type Stats struct {
 	// PasswordHashesRunning is how many password hashes and verifications
 	// hold a slot now, at most the bound [Config.PasswordHashConcurrency]
@@ -10,7 +10,7 @@ type Stats struct {
 	PasswordHashesRunning int
 	// PasswordHashesWaiting is how many callers wait for a slot now, at
 	// most the bound [Config.PasswordHashQueue] sets. A caller that finds the queue full
-	// is refused with an [*OverloadedError] and is not counted.
+	// is refused with a [*RetryError] for [ErrOverloaded] and is not counted.
 	PasswordHashesWaiting int
 	// TokenCache is the cache of bearer tokens that verified. A hit spares
 	// the token's parse and signature check; every other credential
@@ -21,6 +21,8 @@ type Stats struct {
 	// bearer check's question whether a user or host is still active
 	// without reading the Store; a miss reads the Store.
 	StatusCache CacheStats
+	// Clients is the per-client limit of the login routes.
+	Clients ClientStats
 }
 
 // CacheStats describes one cache of an [Authenticator]. All its fields
@@ -33,17 +35,19 @@ type CacheStats struct {
 	Size int
 }
 
-// Stats returns a snapshot of the Authenticator's password-hash queue and
-// caches. It takes no lock and allocates nothing, so it may be called on
-// every scrape; under load its fields are read one after another rather
-// than at one instant.
+// Stats returns a snapshot of the Authenticator's password-hash queue,
+// caches and per-client limit. It takes no lock and allocates nothing, so
+// it may be called on every scrape; under load its fields are read one
+// after another rather than at one instant.
 func (a *Authenticator) Stats() Stats {
 	running, waiting := a.hasher.load()
+	tokens := a.tokens.stats()
 	return Stats{
 		PasswordHashesRunning: running,
 		PasswordHashesWaiting: waiting,
-		TokenCache:            a.tokens.stats(),
-		StatusCache:           a.status.stats(),
+		TokenCache:            tokens,
+		StatusCache:           a.status.stats(tokens),
+		Clients:               a.clients.stats(),
 	}
 }
 
@@ -65,10 +69,14 @@ func (c *tokenCache) stats() CacheStats {
 	return CacheStats{Hits: s.Hits, Misses: s.Misses, Size: c.c.EstimatedSize()}
 }
 
-func (c *statusCache[V]) stats() CacheStats {
+// stats derives the hits from the token cache's (see statusCache.misses).
+func (c *statusCache[V]) stats(tokens CacheStats) CacheStats {
 	if c.c == nil {
 		return CacheStats{}
 	}
-	s := c.counts.Snapshot()
-	return CacheStats{Hits: s.Hits, Misses: s.Misses, Size: c.c.EstimatedSize()}
+	// The counters are read one after another while checks go on: a sum
+	// that comes out below zero is one caught between them.
+	misses := c.misses.Load()
+	hits := max(int64(tokens.Hits)-int64(c.lost.Load())+int64(c.extra.Load())-int64(misses), 0)
+	return CacheStats{Hits: uint64(hits), Misses: misses, Size: c.c.EstimatedSize()}
 }

@@ -106,11 +106,13 @@ func TestStatsPasswordHashQueue(t *testing.T) {
 	}
 	var logins sync.WaitGroup
 	login := func() {
-		logins.Go(func() {
+		logins.Add(1)
+		go func() {
+			defer logins.Done()
 			if _, err := a.LoginUser(from("192.0.2.1"), "alice", "right password"); err != nil {
 				t.Errorf("a login within the queue: %v", err)
 			}
-		})
+		}()
 	}
 	login()
 	<-entered

@@ -27,9 +27,24 @@ type User struct {
 	Name         string
 	PasswordHash string
 	Disabled     bool
-
 	// TOTPSecret is the sealed TOTP secret; nil while TOTP is off.
 	TOTPSecret []byte
+	// RecoveryCodes holds the hashes of the unused recovery codes.
+	RecoveryCodes []string
+	CreatedAt     time.Time
+
+	// State is what nmauth keeps of the user from one call to the next.
+	// A Store keeps it whole, as it keeps the other fields; an application
+	// has no need to read it.
+	State UserState
+}
+
+// UserState is the part of a [User] record that only nmauth reads and
+// writes: its login counters, its TOTP replay and attempt state, and its
+// revocation generation.
+type UserState struct {
+	AccountState
+
 	// TOTPLastStep is the last accepted 30-second step: a code is accepted
 	// only for a later step, so no code is ever used twice.
 	TOTPLastStep int64
@@ -43,12 +58,15 @@ type User struct {
 	PreAuthID string
 	// PreAuthFailures counts wrong codes sent with PreAuthID.
 	PreAuthFailures int
-	// RecoveryCodes holds the hashes of the unused recovery codes.
-	RecoveryCodes []string
+}
 
+// AccountState is the state that users and hosts alike keep for nmauth:
+// their password attempts and their revocation generation.
+type AccountState struct {
 	// PasswordFailures counts consecutive password attempts that did not
 	// succeed, from every client: an attempt is counted before its password
-	// is checked and the count resets when one succeeds.
+	// is checked (a machine secret's after) and the count resets when one
+	// succeeds.
 	PasswordFailures int
 	// PasswordBlockedUntil is the end of the account-wide backoff, which
 	// starts only past the account's ceiling of failures.
@@ -62,7 +80,6 @@ type User struct {
 	// It starts at a random value, so a re-created account never matches
 	// the tokens of a deleted one.
 	Generation uint64
-	CreatedAt  time.Time
 }
 
 // ClientFailures is the attempt count of one client address (an IPv4
@@ -89,17 +106,16 @@ type Host struct {
 	ID string
 	// MACAddress, when set, is the only MAC address the host may log in
 	// with. It is stored in canonical lower-case colon form.
-	MACAddress   string
+	MACAddress string
+	// PasswordHash is a PHC string, or the keyed digest of a machine
+	// secret (see [Authenticator.CreateHost]).
 	PasswordHash string
 	Disabled     bool
+	CreatedAt    time.Time
 
-	PasswordFailures     int
-	PasswordBlockedUntil time.Time
-	PasswordClients      []ClientFailures
-
-	// Generation is the host's revocation counter; see [User.Generation].
-	Generation uint64
-	CreatedAt  time.Time
+	// State is what nmauth keeps of the host from one call to the next;
+	// see [User.State].
+	State AccountState
 }
 
 // Store keeps users, hosts and the counters that must hold across replicas.
@@ -334,7 +350,7 @@ func (s *MemoryStore) DeleteHost(ctx context.Context, id string) error {
 func cloneUser(u User) User {
 	u.TOTPSecret = slices.Clone(u.TOTPSecret)
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
-	u.PasswordClients = slices.Clone(u.PasswordClients)
+	u.State.PasswordClients = slices.Clone(u.State.PasswordClients)
 	return u
 }
 
@@ -364,7 +380,7 @@ func pageKeys[V any](k *sortedKeys, m map[string]V, after string, limit int) []s
 }
 
 func cloneHost(h Host) Host {
-	h.PasswordClients = slices.Clone(h.PasswordClients)
+	h.State.PasswordClients = slices.Clone(h.State.PasswordClients)
 	return h
 }
 

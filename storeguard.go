@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -20,22 +22,115 @@ type guardedStore struct {
 	Store
 	timeout time.Duration
 	log     *faultLog
+	// panics logs the Store's panics, apart from its failures, so that
+	// neither kind of line hides the other.
+	panics *faultLog
+	// idle hands a call to a goroutine that has run one before and waits
+	// for another (see run).
+	idle chan func()
 }
 
-// call runs op under the deadline. op runs on its own goroutine so that
+// newGuardedStore puts cfg.Store under the guard, logging to cfg.Logger.
+func newGuardedStore(cfg Config) *guardedStore {
+	return &guardedStore{
+		Store:   cfg.Store,
+		timeout: cfg.StoreTimeout,
+		log:     &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second},
+		panics:  &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second},
+		idle:    make(chan func()),
+	}
+}
+
+// workerIdle is how long a goroutine that ran a Store call waits for the
+// next before it ends.
+const workerIdle = 10 * time.Second
+
+// run runs job on a goroutine of its own: one that ran a call before and
+// is waiting for the next, or else a new one. A SQL driver's call goes
+// deep, and a new goroutine would grow and copy its stack on every call;
+// one that is reused grew it once. A goroutine stays busy as long as its
+// call does, so a Store that hangs takes new goroutines, never the place
+// of a call that would answer.
+func (s *guardedStore) run(job func()) {
+	select {
+	case s.idle <- job:
+	default:
+		go s.work(job)
+	}
+}
+
+func (s *guardedStore) work(job func()) {
+	timer := time.NewTimer(workerIdle)
+	defer timer.Stop()
+	for {
+		job()
+		timer.Reset(workerIdle)
+		select {
+		case job = <-s.idle:
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// checkStore refuses a Store that is nil or a nil pointer (or map, slice,
+// func, chan) of a type that implements Store: either would be accepted by
+// New and fail only at its first use.
+func checkStore(s Store) error {
+	if s == nil {
+		return errors.New("nmauth: Config.Store is required")
+	}
+	v := reflect.ValueOf(s)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		if v.IsNil() {
+			return fmt.Errorf("nmauth: Config.Store is a nil %T; give it a value, such as nmauth.NewMemoryStore()", s)
+		}
+	}
+	return nil
+}
+
+// storePanic is a panic of the Store, recovered on the goroutine the guard
+// ran the call on. It answers 500: a bug, not a fault that waiting mends.
+type storePanic struct {
+	what  string
+	value any
+}
+
+func (p *storePanic) Error() string {
+	return fmt.Sprintf("nmauth: the store panicked in %s: %v", p.what, p.value)
+}
+
+// call runs op under the deadline. op runs on a goroutine of its own so that
 // the answer leaves at the deadline even if the Store does not honour its
 // context; the Store still gets the cancellation, so its transaction
 // rolls back. keep reports the errors that are not the Store's failures.
+//
+// No recover of the caller's (net/http's, a router's) reaches op's
+// goroutine, so a panic there would end the process: it is recovered
+// here, logged with its stack at a bounded rate, and returned as an error
+// of this call alone.
 func (s *guardedStore) call(ctx context.Context, what string, op func(context.Context) error, keep func(error) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- op(ctx) }()
+	s.run(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				s.panics.storePanicked(what, v, debug.Stack())
+				done <- &storePanic{what: what, value: v}
+			}
+		}()
+		done <- op(ctx)
+	})
 	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
+	}
+	if p, ok := err.(*storePanic); ok {
+		return p
 	}
 	if err == nil || keep(err) {
 		return err
@@ -159,18 +254,31 @@ type faultLog struct {
 	dropped int
 }
 
-func (l *faultLog) storeFailed(what string, err error) {
+// allow reports whether a line may be logged now, and how many were not
+// logged since the last one that was.
+func (l *faultLog) allow() (bool, int) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := l.now()
 	if !l.last.IsZero() && now.Sub(l.last) < l.interval && !now.Before(l.last) {
 		l.dropped++
-		l.mu.Unlock()
-		return
+		return false, 0
 	}
 	dropped := l.dropped
 	l.last, l.dropped = now, 0
-	l.mu.Unlock()
-	l.log.Error("store unavailable", "op", what, "err", err, "not_logged_since_last", dropped)
+	return true, dropped
+}
+
+func (l *faultLog) storeFailed(what string, err error) {
+	if ok, dropped := l.allow(); ok {
+		l.log.Error("store unavailable", "op", what, "err", err, "not_logged_since_last", dropped)
+	}
+}
+
+func (l *faultLog) storePanicked(what string, value any, stack []byte) {
+	if ok, dropped := l.allow(); ok {
+		l.log.Error("store panicked", "op", what, "panic", fmt.Sprint(value), "stack", string(stack), "not_logged_since_last", dropped)
+	}
 }
 
 // Ready reports whether the Store answers within [Config.StoreTimeout]:

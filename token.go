@@ -69,7 +69,7 @@ type claims struct {
 	// factor (see [Principal.TOTP]).
 	TOTP bool `json:"totp,omitempty"`
 	// Generation is the account's revocation counter when the token was
-	// minted (see [User.Generation]); user, pre-auth and host tokens must
+	// minted (see [AccountState.Generation]); user, pre-auth and host tokens must
 	// carry it. Absent from node tokens an application mints itself.
 	Generation generationClaim `json:"gen,omitzero"`
 }
@@ -143,6 +143,8 @@ type ringKey struct {
 	jwt    [numKinds][]byte
 	enroll []byte
 	seal   cipher.AEAD
+	// machine keys the digests of machine secrets (see machinesecret.go).
+	machine []byte
 }
 
 // keyRing holds the subkeys of every configured root secret. The first
@@ -182,6 +184,7 @@ func deriveRingKey(secret []byte) (*ringKey, error) {
 		k.jwt[kind] = subkey(secret, "nmauth jwt "+kindAudience[kind], 32)
 	}
 	k.enroll = subkey(secret, "nmauth enrollment signature", 32)
+	k.machine = subkey(secret, "nmauth machine secret", 32)
 	block, err := aes.NewCipher(subkey(secret, "nmauth totp seal", 32))
 	if err != nil {
 		return nil, err

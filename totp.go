@@ -140,7 +140,7 @@ func (a *Authenticator) InitTOTP(ctx context.Context, p Principal, username stri
 	}
 	return Enrollment{
 		URL:       url,
-		Signature: a.ring.signer().enrollmentSignature(u.Name, url, u.Generation, a.now().Add(a.cfg.EnrollmentTTL)),
+		Signature: a.ring.signer().enrollmentSignature(u.Name, url, u.State.Generation, a.now().Add(a.cfg.EnrollmentTTL)),
 		QRCode:    qrCode,
 	}, nil
 }
@@ -179,37 +179,30 @@ var errSealedSecret = errors.New("nmauth: sealed totp secret")
 // errWrongEnrollmentCode is a wrong first code at complete-totp.
 var errWrongEnrollmentCode = fmt.Errorf("%w: wrong code", ErrInvalidEnrollment)
 
-// CompleteTOTP finishes an enrollment started by [Authenticator.InitTOTP]:
-// it checks the signature and a code from the authenticator app, then
-// stores the secret sealed and turns TOTP on. It returns the user's new
-// recovery codes, which replace any earlier ones. Turning TOTP on revokes
-// every token of the account; a user enrolling themself gets a fresh
-// token that passed TOTP in [Completion.AuthToken]. A user who already has
-// TOTP on replaces it with [Authenticator.ReplaceTOTP]; here only the
-// master key may.
-func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username, url, signature, code string) (Completion, error) {
-	return a.completeTOTP(ctx, p, username, url, signature, code, "")
-}
-
-// ReplaceTOTP is [Authenticator.CompleteTOTP] for a user who already has
-// TOTP on and replaces their second factor: current must be a code of the
-// current secret or an unused recovery code, counted as a verify-totp code
-// is. For a user without TOTP, current is ignored.
-func (a *Authenticator) ReplaceTOTP(ctx context.Context, p Principal, username, url, signature, code, current string) (Completion, error) {
-	return a.completeTOTP(ctx, p, username, url, signature, code, current)
-}
-
 // errCurrentFactorNeeded refuses a replacement of a second factor without
 // a code of the current one.
 var errCurrentFactorNeeded = fmt.Errorf("%w: replacing TOTP needs a current code or a recovery code", ErrForbidden)
 
-func (a *Authenticator) completeTOTP(ctx context.Context, p Principal, username, url, signature, code, current string) (Completion, error) {
+// CompleteTOTP finishes an enrollment started by [Authenticator.InitTOTP],
+// for p on behalf of the user named username: it checks the signature and
+// code, a code of the new secret from the authenticator app, then stores
+// the secret sealed and turns TOTP on. It returns the user's new recovery
+// codes, which replace any earlier ones. Turning TOTP on revokes every
+// token of the account; a user enrolling themself gets a fresh token that
+// passed TOTP in [Completion.AuthToken].
+//
+// The same call replaces the second factor of a user who already has TOTP
+// on. Then, unless p is the master key, current must be a code of the
+// current secret or an unused recovery code, counted as a verify-totp code
+// is (else [ErrForbidden]); in every other case current is ignored, and ""
+// will do.
+func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username, url, signature, code, current string) (Completion, error) {
 	u, err := a.enrollee(ctx, p, username)
 	if err != nil {
 		return Completion{}, err
 	}
 	now := a.now()
-	gen := u.Generation
+	gen := u.State.Generation
 	if !a.ring.checkEnrollment(u.Name, url, signature, gen, now) {
 		return Completion{}, ErrInvalidEnrollment
 	}
@@ -245,7 +238,7 @@ func (a *Authenticator) completeTOTP(ctx context.Context, p Principal, username,
 		if err := a.authorizeEnrollment(p, u, now); err != nil {
 			return err
 		}
-		if u.Generation != gen {
+		if u.State.Generation != gen {
 			return ErrInvalidEnrollment
 		}
 		if needCurrent != (p.Kind != KindMaster && u.TOTPEnabled()) {
@@ -256,15 +249,15 @@ func (a *Authenticator) completeTOTP(ctx context.Context, p Principal, username,
 				return r.abort
 			}
 		}
-		u.TOTPSecret, u.TOTPLastStep = sealed, step
-		u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
-		u.PreAuthID, u.PreAuthFailures = "", 0
+		u.TOTPSecret, u.State.TOTPLastStep = sealed, step
+		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
+		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 		u.RecoveryCodes = hashes
-		u.Generation++
+		u.State.Generation++
 		if p.Kind != KindUser {
 			return nil
 		}
-		g := u.Generation
+		g := u.State.Generation
 		var err error
 		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL, generation: &g})
 		return err
@@ -286,8 +279,8 @@ func (a *Authenticator) completeTOTP(ctx context.Context, p Principal, username,
 // checkCurrentFactor checks the code of the second factor being replaced,
 // under the same backoff and counters as verify-totp.
 func (a *Authenticator) checkCurrentFactor(u *User, code string, recovery bool, now time.Time) secondFactor {
-	if now.Before(u.TOTPBlockedUntil) {
-		return secondFactor{abort: &ThrottledError{RetryAfter: u.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+	if now.Before(u.State.TOTPBlockedUntil) {
+		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.State.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
 	return a.matchSecondFactor(u, code, recovery, now)
 }
@@ -366,7 +359,7 @@ func (a *Authenticator) redeemPreAuth(ctx context.Context, name string, check fu
 		if r = check(u, now); r.abort != nil || r.failed != nil {
 			return r.abort
 		}
-		gen := u.Generation
+		gen := u.State.Generation
 		var err error
 		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL, generation: &gen})
 		return err
@@ -413,15 +406,15 @@ func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recov
 // preAuthStanding refuses, with [ErrUnauthenticated], a pre-auth token that
 // is no longer the one u may redeem: of a disabled account, of another
 // generation, used, replaced by a later login or dead after too many
-// failures; and, with a [*ThrottledError], an attempt while u's
+// failures; and, with a [*RetryError] for [ErrThrottled], an attempt while u's
 // second-factor backoff holds.
 func preAuthStanding(u *User, c *claims, now time.Time) error {
 	switch {
-	case u.Disabled, !c.Generation.present, c.Generation.value != u.Generation,
-		u.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.PreAuthID), []byte(c.ID)) != 1:
+	case u.Disabled, !c.Generation.present, c.Generation.value != u.State.Generation,
+		u.State.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.State.PreAuthID), []byte(c.ID)) != 1:
 		return ErrUnauthenticated
-	case now.Before(u.TOTPBlockedUntil):
-		return &ThrottledError{RetryAfter: u.TOTPBlockedUntil.Sub(now)}
+	case now.Before(u.State.TOTPBlockedUntil):
+		return &RetryError{Reason: ErrThrottled, RetryAfter: u.State.TOTPBlockedUntil.Sub(now)}
 	}
 	return nil
 }
@@ -449,9 +442,9 @@ func (a *Authenticator) matchSecondFactor(u *User, code string, recovery bool, n
 		if err != nil {
 			return secondFactor{abort: fmt.Errorf("%w: %w", errSealedSecret, err)}
 		}
-		step, replayed := matchTOTP(secret, code, now, u.TOTPLastStep)
+		step, replayed := matchTOTP(secret, code, now, u.State.TOTPLastStep)
 		if ok = step >= 0; ok {
-			u.TOTPLastStep = step
+			u.State.TOTPLastStep = step
 		} else if replayed {
 			r.event = EventTOTPReplayed
 		}
@@ -473,16 +466,16 @@ func (a *Authenticator) matchSecondFactor(u *User, code string, recovery bool, n
 // [MaxTOTPFailuresPerToken], and in the user's backoff.
 func settleSecondFactor(u *User, passed bool, now time.Time) {
 	if passed {
-		u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
-		u.PreAuthID, u.PreAuthFailures = "", 0
+		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
+		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 		return
 	}
-	u.TOTPFailures++
-	u.PreAuthFailures++
-	if u.PreAuthFailures >= MaxTOTPFailuresPerToken {
-		u.PreAuthID, u.PreAuthFailures = "", 0
+	u.State.TOTPFailures++
+	u.State.PreAuthFailures++
+	if u.State.PreAuthFailures >= MaxTOTPFailuresPerToken {
+		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 	}
-	u.TOTPBlockedUntil = addDelay(now, totpDelay(u.TOTPFailures))
+	u.State.TOTPBlockedUntil = addDelay(now, totpDelay(u.State.TOTPFailures))
 }
 
 // hotp computes the RFC 4226 dynamic truncation of HMAC-SHA1(secret, counter).

@@ -3,15 +3,9 @@ package nmauth
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/base32"
-	"encoding/base64"
-	"image/png"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/makiuchi-d/gozxing"
-	"github.com/makiuchi-d/gozxing/qrcode"
 )
 
 // TestRFC6238Vectors checks the SHA-1 rows of RFC 6238 Appendix B.
@@ -201,48 +195,4 @@ func TestIssuedAtJSON(t *testing.T) {
 			t.Errorf("%q accepted as %v", bad, got)
 		}
 	}
-}
-
-// TestQRCodesDecode draws many random enrollments and reads each back, so
-// no URL length gives a code a reader cannot take.
-func TestQRCodesDecode(t *testing.T) {
-	for i := range 200 {
-		secret := make([]byte, totpSecretSize)
-		rand.Read(secret)
-		url := "otpauth://totp/nmauth:" + strings.Repeat("u", i%64) + "?algorithm=SHA1&digits=6&issuer=nmauth&period=30&secret=" +
-			base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(secret)
-		dataURL, err := qrDataURL(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := readQR(t, dataURL); got != url {
-			t.Fatalf("QR holds %q, want %q", got, url)
-		}
-	}
-}
-
-// ReadQR lets the external tests read QR codes with the same reader.
-var ReadQR = readQR
-
-func readQR(t *testing.T, dataURL string) string {
-	t.Helper()
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(dataURL, "data:image/png;base64,"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The image is generated, upright and unblurred: read it as a pure
-	// barcode rather than searching for it as a camera would.
-	res, err := qrcode.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_PURE_BARCODE: true})
-	if err != nil {
-		t.Fatalf("QR code unreadable: %v", err)
-	}
-	return res.GetText()
 }

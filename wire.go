@@ -103,14 +103,15 @@ func (a *Authenticator) writeAnswer(w http.ResponseWriter, kind answerKind, v an
 	writeJSON(w, http.StatusOK, a.envelope(http.StatusOK, answerMessage(kind, v), v))
 }
 
-// WriteResponse answers with status, message and payload in the active
+// WriteResponse answers r with status, message and payload in the active
 // wire profile's envelope, for an application's own routes beside the
 // handler: {"code","message","response"} in [WireSpec], where a nil
 // payload leaves "response" out, and {"Code","Message","Response"} in
 // [WireNetmaker]. payload is encoded with encoding/json as it is, so its
-// field names are the application's. Write errors with
-// [Authenticator.WriteError] instead, which picks their status.
-func (a *Authenticator) WriteResponse(w http.ResponseWriter, status int, message string, payload any) {
+// field names are the application's. It takes w and r as
+// [Authenticator.WriteError] does, which writes errors instead and picks
+// their status.
+func (a *Authenticator) WriteResponse(w http.ResponseWriter, r *http.Request, status int, message string, payload any) {
 	writeJSON(w, status, a.envelope(status, message, payload))
 }
 

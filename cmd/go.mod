@@ -28,6 +28,7 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/maypok86/otter/v2 v2.4.0 // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/tinylib/msgp v1.6.4 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
@@ -50,6 +51,7 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/nmauth/nmauth v0.0.0-00010101000000-000000000000
+	github.com/nmauth/nmauth/openapitest v0.0.0-00010101000000-000000000000
 	github.com/nmauth/nmauth/passkey v0.0.0-00010101000000-000000000000
 	github.com/oasdiff/yaml v0.1.1 // indirect
 	github.com/oasdiff/yaml3 v0.0.14 // indirect
@@ -74,3 +76,7 @@ replace (
 	github.com/nmauth/nmauth => ../
 	github.com/nmauth/nmauth/passkey => ../passkey
 )
+
+// nmauthd's tests check its answers with the library's openapitest, a
+// module of its own beside the library, picked the same way.
+replace github.com/nmauth/nmauth/openapitest => ../openapitest

@@ -87,7 +87,7 @@ func (app *networkManager) listNetworks(w http.ResponseWriter, r *http.Request) 
 			names = append(names, n)
 		}
 	}
-	app.auth.WriteResponse(w, http.StatusOK, "networks", map[string]any{"principal": p, "networks": names})
+	app.auth.WriteResponse(w, r, http.StatusOK, "networks", map[string]any{"principal": p, "networks": names})
 }
 
 // authenticateNode checks a node's key the application's way and asks
@@ -98,7 +98,7 @@ func (app *networkManager) authenticateNode(w http.ResponseWriter, r *http.Reque
 		Key string `json:"key"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
-		app.auth.WriteResponse(w, http.StatusBadRequest, "malformed JSON body", nil)
+		app.auth.WriteResponse(w, r, http.StatusBadRequest, "malformed JSON body", nil)
 		return
 	}
 	network := r.PathValue("network")
@@ -113,12 +113,12 @@ func (app *networkManager) authenticateNode(w http.ResponseWriter, r *http.Reque
 		app.auth.WriteError(w, r, nmauth.ErrInvalidCredentials)
 		return
 	}
-	tok, err := app.auth.IssueNodeToken(network, req.ID)
+	tok, err := app.auth.IssueNodeToken(r.Context(), network, req.ID)
 	if err != nil {
 		app.auth.WriteError(w, r, err)
 		return
 	}
-	app.auth.WriteResponse(w, http.StatusOK, "node authenticated", map[string]string{"authToken": tok})
+	app.auth.WriteResponse(w, r, http.StatusOK, "node authenticated", map[string]string{"authToken": tok})
 }
 
 func mustMasterKey(key string) *nmauth.MasterKey {

@@ -19,6 +19,10 @@
 // answered with the document's components.responses.NotFound, or with its
 // components.responses.MethodNotAllowed when the path is served for other
 // methods. Redirects to a canonical path are not checked.
+//
+// The package is a module of its own, github.com/nmauth/nmauth/openapitest,
+// so that its OpenAPI validator (kin-openapi) never reaches an application
+// that imports only the library.
 package openapitest
 
 import (

@@ -45,8 +45,8 @@ func (s state) counted(name string) state {
 		users[k] = u
 	}
 	u := users[name]
-	u.TOTPFailures++
-	u.PreAuthFailures++
+	u.State.TOTPFailures++
+	u.State.PreAuthFailures++
 	users[name] = u
 	return state{records: s.records, users: users}
 }

@@ -52,9 +52,9 @@ func (m *Manager) Handler() http.Handler {
 			allow = "GET, HEAD"
 		}
 		mux.Handle(rt.method+" "+rt.path, rt.handler)
-		mux.HandleFunc(rt.path, func(w http.ResponseWriter, _ *http.Request) {
+		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			a.WriteResponse(w, http.StatusMethodNotAllowed, "method not allowed", nil)
+			a.WriteResponse(w, r, http.StatusMethodNotAllowed, "method not allowed", nil)
 		})
 	}
 	mux.Handle("/", a.Handler())
@@ -78,7 +78,7 @@ func (m *Manager) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nmauth"`)
 	}
-	m.auth.WriteResponse(w, status, message, nil)
+	m.auth.WriteResponse(w, r, status, message, nil)
 }
 
 // registrationRequest is the body of a registration's begin.
@@ -183,7 +183,7 @@ func (m *Manager) answer(w http.ResponseWriter, r *http.Request, message string,
 		m.writeError(w, r, err)
 		return
 	}
-	m.auth.WriteResponse(w, http.StatusOK, message, payload)
+	m.auth.WriteResponse(w, r, http.StatusOK, message, payload)
 }
 
 // login returns the writer of a login's outcome: its error, or the user

@@ -102,7 +102,7 @@ func TestRecoveryCodesBesidePasskeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	completion, err := h.auth.CompleteTOTP(ctx, p, "alice", e.URL, e.Signature, totpNow(t, e.URL, h.clock.Now()))
+	completion, err := h.auth.CompleteTOTP(ctx, p, "alice", e.URL, e.Signature, totpNow(t, e.URL, h.clock.Now()), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,24 +72,28 @@ var errStepUsed = errors.New("storetest: step already used")
 func fullUser(name string) nmauth.User {
 	zone := time.FixedZone("UTC+05:30", 5*3600+30*60)
 	return nmauth.User{
-		Name:                 name,
-		PasswordHash:         "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA",
-		Disabled:             true,
-		TOTPSecret:           []byte{0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff, 0x00, 0x2a},
-		TOTPLastStep:         59_473_123,
-		TOTPFailures:         3,
-		TOTPBlockedUntil:     time.Date(2031, 1, 2, 3, 4, 5, 123456789, zone),
-		PreAuthID:            "0f5c2a9e-preauth",
-		PreAuthFailures:      2,
-		RecoveryCodes:        []string{"$argon2id$code-one", "$argon2id$code-two", "é ü ✓"},
-		PasswordFailures:     4,
-		PasswordBlockedUntil: time.Date(2030, 12, 31, 23, 59, 59, 999999999, time.UTC),
-		PasswordClients: []nmauth.ClientFailures{
-			{Client: "192.0.2.7", Failures: 3, BlockedUntil: time.Date(2030, 1, 2, 3, 4, 5, 6, zone)},
-			{Client: "2001:db8::/64", Known: true},
+		Name:          name,
+		PasswordHash:  "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA",
+		Disabled:      true,
+		TOTPSecret:    []byte{0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff, 0x00, 0x2a},
+		RecoveryCodes: []string{"$argon2id$code-one", "$argon2id$code-two", "é ü ✓"},
+		CreatedAt:     time.Date(2261, 6, 1, 0, 0, 0, 7, time.UTC),
+		State: nmauth.UserState{
+			AccountState: nmauth.AccountState{
+				PasswordFailures:     4,
+				PasswordBlockedUntil: time.Date(2030, 12, 31, 23, 59, 59, 999999999, time.UTC),
+				PasswordClients: []nmauth.ClientFailures{
+					{Client: "192.0.2.7", Failures: 3, BlockedUntil: time.Date(2030, 1, 2, 3, 4, 5, 6, zone)},
+					{Client: "2001:db8::/64", Known: true},
+				},
+				Generation: 1<<64 - 3, // above the int64 range, so a store must keep all 64 bits
+			},
+			TOTPLastStep:     59_473_123,
+			TOTPFailures:     3,
+			TOTPBlockedUntil: time.Date(2031, 1, 2, 3, 4, 5, 123456789, zone),
+			PreAuthID:        "0f5c2a9e-preauth",
+			PreAuthFailures:  2,
 		},
-		Generation: 1<<64 - 3, // above the int64 range, so a store must keep all 64 bits
-		CreatedAt:  time.Date(2261, 6, 1, 0, 0, 0, 7, time.UTC),
 	}
 }
 
@@ -102,15 +106,17 @@ func bareUser(name string) nmauth.User {
 // fullHost returns a host with every field set to a non-zero value.
 func fullHost(id string) nmauth.Host {
 	return nmauth.Host{
-		ID:                   id,
-		MACAddress:           "02:00:5e:10:00:01",
-		PasswordHash:         "$argon2id$v=19$m=19456,t=2,p=1$aG9zdHNhbHQ$aG9zdGhhc2g",
-		Disabled:             true,
-		PasswordFailures:     6,
-		PasswordBlockedUntil: time.Date(2029, 2, 3, 4, 5, 6, 700800900, time.FixedZone("UTC-8", -8*3600)),
-		PasswordClients:      []nmauth.ClientFailures{{Client: "", Failures: 1}},
-		Generation:           42,
-		CreatedAt:            time.Date(2024, 4, 5, 6, 7, 8, 9, time.UTC),
+		ID:           id,
+		MACAddress:   "02:00:5e:10:00:01",
+		PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$aG9zdHNhbHQ$aG9zdGhhc2g",
+		Disabled:     true,
+		CreatedAt:    time.Date(2024, 4, 5, 6, 7, 8, 9, time.UTC),
+		State: nmauth.AccountState{
+			PasswordFailures:     6,
+			PasswordBlockedUntil: time.Date(2029, 2, 3, 4, 5, 6, 700800900, time.FixedZone("UTC-8", -8*3600)),
+			PasswordClients:      []nmauth.ClientFailures{{Client: "", Failures: 1}},
+			Generation:           42,
+		},
 	}
 }
 
@@ -145,9 +151,9 @@ func testUserRoundTrip(t *testing.T, s nmauth.Store) {
 		{"unicode name", fullUser("zoë.ünïcode")},
 		{"extremes", func() nmauth.User {
 			u := fullUser("extremes")
-			u.TOTPLastStep = 1<<62 + 3
-			u.TOTPFailures = 1 << 40
-			u.TOTPBlockedUntil = time.Date(1678, 1, 1, 0, 0, 0, 1, time.UTC)
+			u.State.TOTPLastStep = 1<<62 + 3
+			u.State.TOTPFailures = 1 << 40
+			u.State.TOTPBlockedUntil = time.Date(1678, 1, 1, 0, 0, 0, 1, time.UTC)
 			u.CreatedAt = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
 			u.TOTPSecret = bytes.Repeat([]byte{0xa5, 0x00}, 512)
 			return u
@@ -275,14 +281,14 @@ func testUpdateKeepsKey(t *testing.T, s nmauth.Store) {
 	mustCreateUser(t, s, bareUser("alice"))
 	err := s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
 		u.Name = "mallory"
-		u.TOTPFailures = 1
+		u.State.TOTPFailures = 1
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("UpdateUser: %v", err)
 	}
-	if got := mustGetUser(t, s, "alice"); got.TOTPFailures != 1 {
-		t.Errorf("alice.TOTPFailures = %d, want 1", got.TOTPFailures)
+	if got := mustGetUser(t, s, "alice"); got.State.TOTPFailures != 1 {
+		t.Errorf("alice.TOTPFailures = %d, want 1", got.State.TOTPFailures)
 	}
 	if _, err := s.GetUser(ctx, "mallory"); !errors.Is(err, nmauth.ErrNotFound) {
 		t.Errorf("GetUser(renamed) error = %v, want ErrNotFound", err)
@@ -291,14 +297,14 @@ func testUpdateKeepsKey(t *testing.T, s nmauth.Store) {
 	mustCreateHost(t, s, bareHost("host-a"))
 	err = s.UpdateHost(ctx, "host-a", func(h *nmauth.Host) error {
 		h.ID = "host-z"
-		h.PasswordFailures = 1
+		h.State.PasswordFailures = 1
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("UpdateHost: %v", err)
 	}
-	if got := mustGetHost(t, s, "host-a"); got.PasswordFailures != 1 {
-		t.Errorf("host-a.PasswordFailures = %d, want 1", got.PasswordFailures)
+	if got := mustGetHost(t, s, "host-a"); got.State.PasswordFailures != 1 {
+		t.Errorf("host-a.PasswordFailures = %d, want 1", got.State.PasswordFailures)
 	}
 	if _, err := s.GetHost(ctx, "host-z"); !errors.Is(err, nmauth.ErrNotFound) {
 		t.Errorf("GetHost(renamed) error = %v, want ErrNotFound", err)
@@ -315,13 +321,13 @@ func testUpdateAborts(t *testing.T, s nmauth.Store) {
 	}{
 		{"plain", errors.New("storetest: abort")},
 		{"wrapped sentinel", fmt.Errorf("storetest: %w", nmauth.ErrInvalidCode)},
-		{"typed", &nmauth.ThrottledError{RetryAfter: time.Minute}},
+		{"typed", &nmauth.RetryError{Reason: nmauth.ErrThrottled, RetryAfter: time.Minute}},
 	}
 	for _, tc := range errs {
 		t.Run(tc.name, func(t *testing.T) {
 			err := s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
 				*u = bareUser("alice")
-				u.TOTPLastStep = 1
+				u.State.TOTPLastStep = 1
 				return tc.err
 			})
 			if err != tc.err || !errors.Is(err, tc.err) {
@@ -369,7 +375,7 @@ func scribble(u *nmauth.User) {
 	for i := range u.RecoveryCodes {
 		u.RecoveryCodes[i] = "scribbled"
 	}
-	u.TOTPLastStep = -1
+	u.State.TOTPLastStep = -1
 	u.CreatedAt = time.Time{}
 }
 
@@ -541,16 +547,16 @@ func testConcurrentStepCAS(t *testing.T, s nmauth.Store) {
 	mustCreateUser(t, s, bareUser("alice"))
 	errs := race(contenders, func(int) error {
 		return s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-			if u.TOTPLastStep >= 7 {
+			if u.State.TOTPLastStep >= 7 {
 				return errStepUsed
 			}
 			runtime.Gosched() // widen the window a non-atomic store would lose in
-			u.TOTPLastStep = 7
+			u.State.TOTPLastStep = 7
 			return nil
 		})
 	})
 	checkOneWinner(t, errs, errStepUsed)
-	if got := mustGetUser(t, s, "alice").TOTPLastStep; got != 7 {
+	if got := mustGetUser(t, s, "alice").State.TOTPLastStep; got != 7 {
 		t.Errorf("TOTPLastStep = %d, want 7", got)
 	}
 }
@@ -564,16 +570,16 @@ func testConcurrentCounters(t *testing.T, s nmauth.Store) {
 	errs := race(2*contenders, func(i int) error {
 		if i%2 == 0 {
 			return s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-				n := u.TOTPFailures
+				n := u.State.TOTPFailures
 				runtime.Gosched()
-				u.TOTPFailures = n + 1
+				u.State.TOTPFailures = n + 1
 				return nil
 			})
 		}
 		return s.UpdateHost(ctx, "host-a", func(h *nmauth.Host) error {
-			n := h.PasswordFailures
+			n := h.State.PasswordFailures
 			runtime.Gosched()
-			h.PasswordFailures = n + 1
+			h.State.PasswordFailures = n + 1
 			return nil
 		})
 	})
@@ -582,10 +588,10 @@ func testConcurrentCounters(t *testing.T, s nmauth.Store) {
 			t.Errorf("update %d: %v", i, err)
 		}
 	}
-	if got := mustGetUser(t, s, "alice").TOTPFailures; got != contenders {
+	if got := mustGetUser(t, s, "alice").State.TOTPFailures; got != contenders {
 		t.Errorf("TOTPFailures = %d, want %d", got, contenders)
 	}
-	if got := mustGetHost(t, s, "host-a").PasswordFailures; got != contenders {
+	if got := mustGetHost(t, s, "host-a").State.PasswordFailures; got != contenders {
 		t.Errorf("PasswordFailures = %d, want %d", got, contenders)
 	}
 }
@@ -705,10 +711,12 @@ func race(n int, fn func(i int) error) []error {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			<-start
 			errs[i] = fn(i)
-		})
+		}()
 	}
 	close(start)
 	wg.Wait()
@@ -791,18 +799,18 @@ func userDiff(got, want nmauth.User) []string {
 		d = append(d, fmt.Sprintf("TOTPSecret = %x (nil %t), want %x (nil %t)",
 			got.TOTPSecret, got.TOTPSecret == nil, want.TOTPSecret, want.TOTPSecret == nil))
 	}
-	d = diff(d, "TOTPLastStep", got.TOTPLastStep, want.TOTPLastStep)
-	d = diff(d, "TOTPFailures", got.TOTPFailures, want.TOTPFailures)
-	d = diffTime(d, "TOTPBlockedUntil", got.TOTPBlockedUntil, want.TOTPBlockedUntil)
-	d = diff(d, "PreAuthID", got.PreAuthID, want.PreAuthID)
-	d = diff(d, "PreAuthFailures", got.PreAuthFailures, want.PreAuthFailures)
+	d = diff(d, "TOTPLastStep", got.State.TOTPLastStep, want.State.TOTPLastStep)
+	d = diff(d, "TOTPFailures", got.State.TOTPFailures, want.State.TOTPFailures)
+	d = diffTime(d, "TOTPBlockedUntil", got.State.TOTPBlockedUntil, want.State.TOTPBlockedUntil)
+	d = diff(d, "PreAuthID", got.State.PreAuthID, want.State.PreAuthID)
+	d = diff(d, "PreAuthFailures", got.State.PreAuthFailures, want.State.PreAuthFailures)
 	if !slices.Equal(got.RecoveryCodes, want.RecoveryCodes) {
 		d = append(d, fmt.Sprintf("RecoveryCodes = %q, want %q", got.RecoveryCodes, want.RecoveryCodes))
 	}
-	d = diff(d, "PasswordFailures", got.PasswordFailures, want.PasswordFailures)
-	d = diffTime(d, "PasswordBlockedUntil", got.PasswordBlockedUntil, want.PasswordBlockedUntil)
-	d = diffClients(d, got.PasswordClients, want.PasswordClients)
-	d = diff(d, "Generation", got.Generation, want.Generation)
+	d = diff(d, "PasswordFailures", got.State.PasswordFailures, want.State.PasswordFailures)
+	d = diffTime(d, "PasswordBlockedUntil", got.State.PasswordBlockedUntil, want.State.PasswordBlockedUntil)
+	d = diffClients(d, got.State.PasswordClients, want.State.PasswordClients)
+	d = diff(d, "Generation", got.State.Generation, want.State.Generation)
 	d = diffTime(d, "CreatedAt", got.CreatedAt, want.CreatedAt)
 	return d
 }
@@ -827,10 +835,10 @@ func hostDiff(got, want nmauth.Host) []string {
 	d = diff(d, "MACAddress", got.MACAddress, want.MACAddress)
 	d = diff(d, "PasswordHash", got.PasswordHash, want.PasswordHash)
 	d = diff(d, "Disabled", got.Disabled, want.Disabled)
-	d = diff(d, "PasswordFailures", got.PasswordFailures, want.PasswordFailures)
-	d = diffTime(d, "PasswordBlockedUntil", got.PasswordBlockedUntil, want.PasswordBlockedUntil)
-	d = diffClients(d, got.PasswordClients, want.PasswordClients)
-	d = diff(d, "Generation", got.Generation, want.Generation)
+	d = diff(d, "PasswordFailures", got.State.PasswordFailures, want.State.PasswordFailures)
+	d = diffTime(d, "PasswordBlockedUntil", got.State.PasswordBlockedUntil, want.State.PasswordBlockedUntil)
+	d = diffClients(d, got.State.PasswordClients, want.State.PasswordClients)
+	d = diff(d, "Generation", got.State.Generation, want.State.Generation)
 	d = diffTime(d, "CreatedAt", got.CreatedAt, want.CreatedAt)
 	return d
 }
@@ -852,6 +860,6 @@ func diffTime(d []string, field string, got, want time.Time) []string {
 func cloneUser(u nmauth.User) nmauth.User {
 	u.TOTPSecret = slices.Clone(u.TOTPSecret)
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
-	u.PasswordClients = slices.Clone(u.PasswordClients)
+	u.State.PasswordClients = slices.Clone(u.State.PasswordClients)
 	return u
 }

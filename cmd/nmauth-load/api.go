@@ -69,9 +69,16 @@ func (a *api) newRequest(ctx context.Context, method, path, bearer string, body 
 	return req, nil
 }
 
-func (a *api) do(req *http.Request) (answer, error) {
-	c := a.clients[(a.turn.Add(1)-1)%uint64(len(a.clients))]
-	resp, err := c.Do(req)
+func (a *api) do(req *http.Request) (answer, error) { return a.doFrom(req, -1) }
+
+// doFrom sends req from source address from (modulo their number), or
+// from the next in turn when from is negative.
+func (a *api) doFrom(req *http.Request, from int) (answer, error) {
+	i := uint64(from)
+	if from < 0 {
+		i = a.turn.Add(1) - 1
+	}
+	resp, err := a.clients[i%uint64(len(a.clients))].Do(req)
 	if err != nil {
 		return answer{}, err
 	}

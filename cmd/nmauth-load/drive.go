@@ -26,6 +26,10 @@ type source func(ctx context.Context) (*requestSpec, error)
 // requestSpec is one request and what to do once it is answered.
 type requestSpec struct {
 	req *http.Request
+	// from, when not negative, picks the source address the request goes
+	// out from (modulo -sources), as a client that keeps its address;
+	// negative takes the next in turn.
+	from int
 	// done, when set, learns the status of the answer.
 	done func(status int)
 	// answered, when set, gets the whole answer.
@@ -38,6 +42,11 @@ type bounds struct {
 	clients int
 	d       time.Duration
 	n       int
+	// rate, when positive, paces the requests of all clients at this many
+	// a second: request k is due at k/rate after the start, and its
+	// latency counts from when it was due, so that a server that falls
+	// behind shows in the latencies rather than in a slower schedule.
+	rate float64
 }
 
 // result is what one scenario measured.
@@ -129,6 +138,7 @@ type workerStats struct {
 func drive(ctx context.Context, a *api, name string, next source, b bounds) (*result, error) {
 	var (
 		claimed  atomic.Int64
+		paced    atomic.Int64
 		wg       sync.WaitGroup
 		stats    = make([]workerStats, b.clients)
 		failOnce sync.Once
@@ -148,6 +158,14 @@ func drive(ctx context.Context, a *api, name string, next source, b bounds) (*re
 				if b.n > 0 && claimed.Add(1) > int64(b.n) {
 					return
 				}
+				due := time.Now()
+				if b.rate > 0 {
+					due = start.Add(time.Duration(float64(paced.Add(1)-1) / b.rate * float64(time.Second)))
+					if b.d > 0 && !due.Before(deadline) {
+						return
+					}
+					time.Sleep(time.Until(due))
+				}
 				spec, err := next(ctx)
 				if errors.Is(err, errExhausted) {
 					return
@@ -156,8 +174,11 @@ func drive(ctx context.Context, a *api, name string, next source, b bounds) (*re
 					failOnce.Do(func() { failure = err })
 					return
 				}
-				t0 := time.Now()
-				ans, err := a.do(spec.req)
+				t0 := due
+				if b.rate <= 0 {
+					t0 = time.Now()
+				}
+				ans, err := a.doFrom(spec.req, spec.from)
 				if err != nil {
 					if ctx.Err() == nil {
 						st.transport++

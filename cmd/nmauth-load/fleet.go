@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,8 @@ type fleetHost struct {
 
 // fleet is the state of the fleet scenario: N hosts taken in turn, each of
 // which logs in when it has no token or its token's lifetime is over, and
-// otherwise calls whoami with its token.
+// otherwise calls whoami with its token. Host i keeps one source address,
+// number i modulo -sources, as a real host keeps its own.
 type fleet struct {
 	a        *api
 	prefix   string
@@ -62,12 +64,12 @@ func (f *fleet) source(ctx context.Context) (*requestSpec, error) {
 	if !login {
 		f.whoamis.Add(1)
 		req, err := f.a.newRequest(ctx, http.MethodGet, "/api/whoami", token, nil)
-		return &requestSpec{req: req}, err
+		return &requestSpec{req: req, from: i}, err
 	}
 	f.logins.Add(1)
 	id := fleetHostID(f.prefix, i)
 	req, err := f.a.newRequest(ctx, http.MethodPost, "/api/hosts/adm/authenticate", "", nmauth.HostAuthRequest{ID: id, Password: f.password})
-	return &requestSpec{req: req, answered: func(ans answer) { f.keep(h, ans) }}, err
+	return &requestSpec{req: req, from: i, answered: func(ans answer) { f.keep(h, ans) }}, err
 }
 
 // keep stores the token of a host's successful login; a failed one is
@@ -100,9 +102,12 @@ func printFleet(w io.Writer, f *fleet, pid int) error {
 	return nil
 }
 
-// seedFleet creates the fleet's hosts in store for -serve. Only the first
-// password is hashed; the others share its hash, so a fleet of a million
-// hosts is made in seconds.
+// seedFleet creates the fleet's hosts in store for -serve. A password
+// that qualifies as a machine secret is kept as a digest bound to each
+// host, cheap to make, so every host is created through the library; an
+// argon2id hash is bound to no host, so it is made once and the other
+// hosts share it, and a fleet of a million hosts is made in seconds either
+// way.
 func seedFleet(ctx context.Context, o *options, auth *nmauth.Authenticator, store nmauth.Store, out io.Writer) error {
 	if o.fleetHosts == 0 {
 		return nil
@@ -118,9 +123,15 @@ func seedFleet(ctx context.Context, o *options, auth *nmauth.Authenticator, stor
 	if err != nil {
 		return err
 	}
+	shared := strings.HasPrefix(h.PasswordHash, "$argon2id$")
 	for i := 1; i < o.fleetHosts; i++ {
 		h.ID = fleetHostID(o.fleetPrefix, i)
-		if err := store.CreateHost(ctx, h); err != nil {
+		if shared {
+			err = store.CreateHost(ctx, h)
+		} else {
+			err = auth.CreateHost(ctx, h.ID, "", o.fleetPassword)
+		}
+		if err != nil {
 			return err
 		}
 	}

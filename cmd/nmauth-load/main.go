@@ -20,9 +20,11 @@
 //	             since its last login, and calls GET /api/whoami otherwise
 //
 // The fleet scenario's hosts share one password. -serve creates them with
-// -fleet-hosts (hashing it once); for nmauthd, add one host with
-// `nmauthd host add` and copy its row in SQL. With -pid the fleet
-// scenario also reports the server's resident memory.
+// -fleet-hosts; for nmauthd, import them with `nmauthd host import`, one
+// "ID PASSWORD" line each. A password that qualifies as a machine secret,
+// as netclient's 32 base32 characters do, costs the server microseconds a
+// login; any other an argon2id hash. With -pid the fleet scenario also
+// reports the server's resident memory.
 //
 // Each verification needs a fresh pre-auth token and a step the user has
 // not used, so verify-totp needs many users with TOTP on. nmauthd has no
@@ -120,6 +122,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.IntVar(&o.bounds.clients, "c", 16, "concurrent keep-alive clients")
 	fs.DurationVar(&o.bounds.d, "d", 10*time.Second, "time bound per scenario (0: none)")
 	fs.IntVar(&o.bounds.n, "n", 0, "request bound per scenario (0: none)")
+	fs.Float64Var(&o.bounds.rate, "rate", 0, "requests per second of all clients together, each timed from when it was due (0: as fast as they go)")
 	fs.IntVar(&o.rounds, "rounds", 1, "run the scenario list this many times, taking turns, and sum each scenario's rounds")
 	fs.IntVar(&o.sources, "sources", 1, "spread requests over this many source addresses, 127.0.0.1 up, as so many clients")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of one request")
@@ -153,6 +156,8 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	switch {
 	case o.bounds.clients < 1 || o.bounds.clients > 10000:
 		return nil, errors.New("-c must be 1 to 10000")
+	case o.bounds.rate < 0:
+		return nil, errors.New("-rate must not be negative")
 	case o.bounds.d < 0 || o.bounds.n < 0:
 		return nil, errors.New("-d and -n must not be negative")
 	case o.bounds.d == 0 && o.bounds.n == 0:

@@ -469,3 +469,25 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestRate: -rate paces the requests of all clients together, so n
+// requests at r a second take at least (n-1)/r, however many clients.
+func TestRate(t *testing.T) {
+	srv := testServer(t, 0, nil)
+	const n, rate = 21, 200.0
+	var out bytes.Buffer
+	start := time.Now()
+	err := run(context.Background(), []string{"-target", srv.URL, "-user", testUser, "-c", "4", "-n", fmt.Sprint(n),
+		"-rate", fmt.Sprint(rate), "-scenarios", "healthz"},
+		testEnv(map[string]string{"NMAUTH_LOAD_PASSWORD": testPassword}), &out, testResolver(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elapsed, least := time.Since(start), time.Duration((n-1)/rate*float64(time.Second)); elapsed < least {
+		t.Errorf("%d requests at %v a second took %v, less than %v", n, rate, elapsed, least)
+	}
+	table := out.String()[strings.Index(out.String(), "scenario "):]
+	if f := strings.Fields(strings.Split(strings.TrimSpace(table), "\n")[1]); f[0] != "healthz" || f[1] != fmt.Sprint(n) {
+		t.Errorf("table does not show %d healthz requests:\n%s", n, table)
+	}
+}

@@ -121,7 +121,7 @@ func prepareScenario(ctx context.Context, o *options, a *api, name string, log i
 		}
 		return func(ctx context.Context) (*requestSpec, error) {
 			req, err := a.loginRequest(ctx, o.user, o.password)
-			return &requestSpec{req: req}, err
+			return &requestSpec{req: req, from: -1}, err
 		}, nil, nil
 	case "verify-totp":
 		return prepareVerify(ctx, o, a, log)
@@ -139,6 +139,6 @@ func prepareScenario(ctx context.Context, o *options, a *api, name string, log i
 func fixedSource(a *api, method, path, bearer string, body any) source {
 	return func(ctx context.Context) (*requestSpec, error) {
 		req, err := a.newRequest(ctx, method, path, bearer, body)
-		return &requestSpec{req: req}, err
+		return &requestSpec{req: req, from: -1}, err
 	}
 }

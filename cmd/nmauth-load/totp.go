@@ -211,7 +211,7 @@ func prepareVerify(ctx context.Context, o *options, a *api, log io.Writer) (sour
 		}
 		p.user.LastStep = max(p.user.LastStep, step)
 		req, err := a.newRequest(ctx, http.MethodPost, userPath(p.user.Name, "verify-totp"), p.preAuth, map[string]string{"totp": code})
-		return &requestSpec{req: req}, err
+		return &requestSpec{req: req, from: -1}, err
 	}
 	finish := func() error {
 		if o.totpFile == "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -171,6 +172,41 @@ func hostAdd(ctx context.Context, c *cli, o *options, args []string) error {
 	})
 }
 
+// hostImport adds the hosts listed on stdin, one "ID PASSWORD [MAC]" a
+// line; blank lines and lines starting with # are skipped. A password that
+// a program drew at random, as netclient's are, is kept as a keyed digest
+// and costs microseconds; any other costs an argon2id hash. The first bad
+// line stops the import, naming its number, never its password.
+func hostImport(ctx context.Context, c *cli, o *options, _ []string) error {
+	return c.withBackend(ctx, o, func(b *backend) error {
+		lines := bufio.NewScanner(c.stdin)
+		n, line := 0, 0
+		for lines.Scan() {
+			line++
+			fields := strings.Fields(lines.Text())
+			if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+				continue
+			}
+			if len(fields) < 2 || len(fields) > 3 {
+				return fmt.Errorf("host import: line %d: want ID PASSWORD [MAC] (%d hosts added before it)", line, n)
+			}
+			mac := ""
+			if len(fields) == 3 {
+				mac = fields[2]
+			}
+			if err := b.auth.CreateHost(ctx, fields[0], mac, fields[1]); err != nil {
+				return fmt.Errorf("host import: line %d: %w (%d hosts added before it)", line, adminError("host", fields[0], err), n)
+			}
+			n++
+		}
+		if err := lines.Err(); err != nil {
+			return fmt.Errorf("host import: line %d: %w (%d hosts added before it)", line+1, err, n)
+		}
+		fmt.Fprintf(c.stdout, "%d hosts added\n", n)
+		return nil
+	})
+}
+
 func reseal(ctx context.Context, c *cli, o *options, _ []string) error {
 	return c.withBackend(ctx, o, func(b *backend) error {
 		n, err := b.auth.ResealTOTPSecrets(ctx)
@@ -178,6 +214,13 @@ func reseal(ctx context.Context, c *cli, o *options, _ []string) error {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "resealed %d TOTP secrets under the first root secret\n", n)
+		hosts, err := b.auth.HostsUnderOlderSecrets(ctx)
+		if err != nil {
+			return err
+		}
+		if hosts > 0 {
+			fmt.Fprintf(c.stdout, "%d hosts keep their secret's digest under an older root secret until their next login; keep the older secrets until reseal reports none\n", hosts)
+		}
 		return nil
 	})
 }

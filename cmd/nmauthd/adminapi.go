@@ -74,7 +74,7 @@ type adminAPI struct {
 func (a *adminAPI) masterOnly(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p, ok := nmauth.FromContext(r.Context()); !ok || p.Kind != nmauth.KindMaster {
-			a.writeError(w, http.StatusForbidden, "the admin routes need the master key")
+			a.writeError(w, r, http.StatusForbidden, "the admin routes need the master key")
 			return
 		}
 		next(w, r)
@@ -86,13 +86,13 @@ func (a *adminAPI) pageQuery(w http.ResponseWriter, r *http.Request) (after stri
 	q := r.URL.Query()
 	after, limit = q.Get("after"), defaultAdminPage
 	if len(after) > maxCursor {
-		a.writeError(w, http.StatusBadRequest, "after is too long")
+		a.writeError(w, r, http.StatusBadRequest, "after is too long")
 		return "", 0, false
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > maxAdminPage {
-			a.writeError(w, http.StatusBadRequest, "limit must be a whole number from 1 to "+strconv.Itoa(maxAdminPage))
+			a.writeError(w, r, http.StatusBadRequest, "limit must be a whole number from 1 to "+strconv.Itoa(maxAdminPage))
 			return "", 0, false
 		}
 		limit = n
@@ -183,7 +183,7 @@ func (a *adminAPI) act(w http.ResponseWriter, r *http.Request, done string, err 
 		a.fail(w, r, err)
 		return
 	}
-	a.auth.WriteResponse(w, http.StatusOK, done, nil)
+	a.auth.WriteResponse(w, r, http.StatusOK, done, nil)
 }
 
 // fail answers the error of a listing or a change: 400 for a malformed
@@ -192,27 +192,27 @@ func (a *adminAPI) act(w http.ResponseWriter, r *http.Request, done string, err 
 func (a *adminAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, nmauth.ErrInvalidUsername):
-		a.writeError(w, http.StatusBadRequest, "invalid username")
+		a.writeError(w, r, http.StatusBadRequest, "invalid username")
 	case errors.Is(err, nmauth.ErrInvalidHost):
-		a.writeError(w, http.StatusBadRequest, "invalid host id")
+		a.writeError(w, r, http.StatusBadRequest, "invalid host id")
 	case errors.Is(err, nmauth.ErrNotFound):
-		a.writeError(w, http.StatusNotFound, "no such account")
+		a.writeError(w, r, http.StatusNotFound, "no such account")
 	case errors.Is(err, nmauth.ErrStoreUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		w.Header().Set("Retry-After", "1")
-		a.writeError(w, http.StatusServiceUnavailable, "service unavailable, try again later")
+		a.writeError(w, r, http.StatusServiceUnavailable, "service unavailable, try again later")
 	default:
 		// The route's pattern, not its path, which holds the account's name.
 		a.log.LogAttrs(r.Context(), slog.LevelError, "admin request failed",
 			slog.String("route", r.Pattern), slog.String("err", err.Error()))
-		a.writeError(w, http.StatusInternalServerError, "internal error")
+		a.writeError(w, r, http.StatusInternalServerError, "internal error")
 	}
 }
 
 // writeError answers an error in the envelope of the Authenticator's wire
 // profile, as the library's own errors and the 401 of its middleware are.
 // It is the one place the admin routes write an error.
-func (a *adminAPI) writeError(w http.ResponseWriter, status int, message string) {
-	a.auth.WriteResponse(w, status, message, nil)
+func (a *adminAPI) writeError(w http.ResponseWriter, r *http.Request, status int, message string) {
+	a.auth.WriteResponse(w, r, status, message, nil)
 }
 
 // writeAdminJSON answers a listing, a JSON object of its own in both

@@ -231,18 +231,18 @@ func TestAdminAPIListPages(t *testing.T) {
 	ctx := context.Background()
 
 	// Give carol TOTP, and bob a backoff an hour long from one address.
-	enr, err := s.auth.InitTOTP(ctx, nmauth.Principal{Kind: nmauth.KindMaster, Name: "master"}, "carol")
+	enr, err := s.auth.InitTOTP(ctx, nmauth.Principal{Kind: nmauth.KindMaster}, "carol")
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := s.auth.CompleteTOTP(ctx, nmauth.Principal{Kind: nmauth.KindMaster, Name: "master"}, "carol",
-		enr.URL, enr.Signature, totpCode(t, enr.URL, time.Now()))
+	done, err := s.auth.CompleteTOTP(ctx, nmauth.Principal{Kind: nmauth.KindMaster}, "carol",
+		enr.URL, enr.Signature, totpCode(t, enr.URL, time.Now()), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	blocked := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	err = s.db.UpdateUser(ctx, "bob", func(u *nmauth.User) error {
-		u.PasswordClients = append(u.PasswordClients, nmauth.ClientFailures{Client: "192.0.2.1", Failures: 9, BlockedUntil: blocked})
+		u.State.PasswordClients = append(u.State.PasswordClients, nmauth.ClientFailures{Client: "192.0.2.1", Failures: 9, BlockedUntil: blocked})
 		return nil
 	})
 	if err != nil {
@@ -374,12 +374,12 @@ func TestAdminAPIDisableEnableReset(t *testing.T) {
 		t.Errorf("login after enable: %d, want 200", status)
 	}
 
-	master := nmauth.Principal{Kind: nmauth.KindMaster, Name: "master"}
+	master := nmauth.Principal{Kind: nmauth.KindMaster}
 	enr, err := s.auth.InitTOTP(ctx, master, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.auth.CompleteTOTP(ctx, master, "alice", enr.URL, enr.Signature, totpCode(t, enr.URL, time.Now())); err != nil {
+	if _, err := s.auth.CompleteTOTP(ctx, master, "alice", enr.URL, enr.Signature, totpCode(t, enr.URL, time.Now()), ""); err != nil {
 		t.Fatal(err)
 	}
 	r := callURL(t, nmauth.WireSpec, "POST", s.url+"/api/users/adm/authenticate", "",

@@ -42,10 +42,12 @@ type options struct {
 	logJSON     bool
 	mac         string
 	wire        string
-	// corsOrigins and networks may be given more than once.
-	corsOrigins stringList
-	networks    stringList
-	set         map[string]bool // flags given on the command line
+	// corsOrigins, networks and trustedProxies may be given more than
+	// once.
+	corsOrigins    stringList
+	networks       stringList
+	trustedProxies prefixList
+	set            map[string]bool // flags given on the command line
 
 	// The relying party of passkeys (see passkeys.go).
 	passkeyRPID    string
@@ -74,8 +76,8 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr", "passkey-rp-id", "passkey-origin", "passwordless"}, run: serve,
-		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr, --passkey-rp-id, --passkey-origin, --passwordless)"},
+	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless"}, run: serve,
+		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -92,6 +94,8 @@ var commands = []command{
 		help: "remove all of the user's passkeys and revoke the user's tokens"},
 	{name: "host add", args: []string{"ID"}, flags: []string{"mac", "network"}, run: hostAdd,
 		help: "add a host (--mac, --network); password from stdin, or generated and printed"},
+	{name: "host import", run: hostImport,
+		help: "add hosts from stdin, one \"ID PASSWORD [MAC]\" a line, as netclient's hosts are moved over"},
 	{name: "host list", run: hostList,
 		help: "list hosts: id, disabled, MAC address"},
 	{name: "reseal", run: reseal,
@@ -139,6 +143,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.wire, "wire", "spec", "answer in the spec's format (spec) or Netmaker's (netmaker)")
 	fs.Var(&o.corsOrigins, "cors-origin", "let a web UI at this origin call the API; repeatable")
 	fs.Var(&o.networks, "network", "a network the host is a member of, for node login; repeatable")
+	fs.Var(&o.trustedProxies, "trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-For names the client; repeatable, else $NMAUTH_TRUSTED_PROXIES")
 	fs.StringVar(&o.passkeyRPID, "passkey-rp-id", "", "serve passkeys for this relying party id, the domain of the page (with --dev: localhost)")
 	fs.Var(&o.passkeyOrigins, "passkey-origin", "an origin of the pages that use passkeys (default https://RP-ID); repeatable")
 	fs.BoolVar(&o.passwordless, "passwordless", false, "let a discoverable passkey log in without password (on with --dev)")
@@ -219,7 +224,7 @@ func (c *cli) usage(w io.Writer) {
 	fmt.Fprintln(w, "Flags (before or after the command):")
 	var o options
 	newFlagSet(&o).VisitAll(func(f *flag.Flag) {
-		fmt.Fprintf(w, "  --%-11s %s (default %q)\n", f.Name, f.Usage, f.DefValue)
+		fmt.Fprintf(w, "  --%-14s %s (default %q)\n", f.Name, f.Usage, f.DefValue)
 	})
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Environment:")
@@ -227,6 +232,9 @@ func (c *cli) usage(w io.Writer) {
 	fmt.Fprintln(w, "  NMAUTH_ENV     the environment name for that file (default dev)")
 	fmt.Fprintln(w, "  NMAUTH_SECRET  root secrets, hex or base64, 32+ bytes, comma-separated, the first signs;")
 	fmt.Fprintln(w, "                 without it a SQLite database gets a 0600 file <db>.secret beside it")
+	fmt.Fprintln(w, "  NMAUTH_TRUSTED_PROXIES")
+	fmt.Fprintln(w, "                 the reverse proxies' addresses or CIDR prefixes, comma-separated, when no")
+	fmt.Fprintln(w, "                 --trusted-proxy is given (see the README's \"Behind a reverse proxy\")")
 }
 
 // oneLine keeps an error message on one line of the terminal.

@@ -108,7 +108,7 @@ func walk(t *testing.T, d *daemon, a accounts) walked {
 	if p := d.whoami(l.AuthToken); p != (principal{Kind: "user", Name: a.user}) {
 		t.Errorf("whoami with a user token: %+v", p)
 	}
-	if p := d.whoami(testMasterKey); p != (principal{Kind: "master", Name: "master"}) {
+	if p := d.whoami(testMasterKey); p != (principal{Kind: "master"}) {
 		t.Errorf("whoami with the master key: %+v", p)
 	}
 	r := d.call("GET", "/api/whoami", "", nil)

@@ -174,8 +174,9 @@ func (m *metrics) handler(next http.Handler) http.Handler {
 }
 
 // observeAuthenticator adds what auth reports of itself: its
-// password-hash queue, and the lookups and entries of the two caches of
-// its bearer check. A scrape reads each series with one call of
+// password-hash queue, the lookups and entries of the two caches of its
+// bearer check, and its per-client limit with the signs of a reverse
+// proxy missing from --trusted-proxy. A scrape reads each series with one call of
 // auth.Stats, which takes no lock and allocates nothing.
 func (m *metrics) observeAuthenticator(auth *nmauth.Authenticator) {
 	gauge := func(name, help string, labels prometheus.Labels, read func(nmauth.Stats) int) prometheus.Collector {
@@ -189,6 +190,10 @@ func (m *metrics) observeAuthenticator(auth *nmauth.Authenticator) {
 			Help:        lookupsHelp,
 			ConstLabels: prometheus.Labels{"cache": cache, "result": result},
 		}, func() float64 { return float64(read(auth.Stats())) })
+	}
+	counter := func(name, help string, read func(nmauth.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(read(auth.Stats())) })
 	}
 	const entriesHelp = "Entries held by the bearer check's caches, an estimate, by cache: token or status."
 	m.registry.MustRegister(
@@ -204,6 +209,14 @@ func (m *metrics) observeAuthenticator(auth *nmauth.Authenticator) {
 			func(s nmauth.Stats) int { return s.TokenCache.Size }),
 		gauge("nmauthd_bearer_cache_entries", entriesHelp, prometheus.Labels{"cache": "status"},
 			func(s nmauth.Stats) int { return s.StatusCache.Size }),
+		gauge("nmauthd_client_addresses", "Client addresses the per-client limit holds a bucket for, an estimate.", nil,
+			func(s nmauth.Stats) int { return s.Clients.Addresses }),
+		counter("nmauthd_client_forwarded_untrusted_total",
+			"Login attempts carrying X-Forwarded-For or Forwarded from a peer that is not a trusted proxy: a proxy missing from --trusted-proxy, or a forged header (ignored).",
+			func(s nmauth.Stats) uint64 { return s.Clients.ForwardedUntrusted }),
+		counter("nmauthd_client_one_address_minutes_total",
+			"Minutes in which one client address made most of the login attempts (at least 64): a proxy missing from --trusted-proxy, or one client hammering.",
+			func(s nmauth.Stats) uint64 { return s.Clients.OneAddressMinutes }),
 	)
 }
 

@@ -99,6 +99,9 @@ func TestMetrics(t *testing.T) {
 		{"nmauthd_bearer_cache_requests_total", map[string]string{"cache": "token", "result": "miss"}, 2},
 		{"nmauthd_bearer_cache_requests_total", map[string]string{"cache": "token", "result": "hit"}, 0},
 		{"nmauthd_bearer_cache_entries", map[string]string{"cache": "token"}, 1},
+		// Every request came straight from the test, without a proxy.
+		{"nmauthd_client_forwarded_untrusted_total", nil, 0},
+		{"nmauthd_client_one_address_minutes_total", nil, 0},
 	}
 	for _, w := range want {
 		got, ok := sample(fams[w.family], w.labels)

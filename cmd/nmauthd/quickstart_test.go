@@ -54,7 +54,7 @@ func TestQuickstart(t *testing.T) {
 		`{"kind":"host","name":"demo-host"`,
 		`{"kind":"user","name":"demo","issuedAt"`,
 		`{"kind":"user","name":"demo","totp":true`,
-		`{"kind":"master","name":"master"}`,
+		`{"kind":"master"}`,
 		"otpauth://totp/",
 	} {
 		if !strings.Contains(string(out), want) {

@@ -28,7 +28,8 @@ func TestSecretFile(t *testing.T) {
 		}
 	})
 	t.Run("a bad list in the environment names the variable and the secret", func(t *testing.T) {
-		env := func(string) string { return strings.Repeat("a", 64) + ",short" }
+		list := newRootSecret(t) + ",short"
+		env := func(string) string { return list }
 		_, err := loadRootSecrets(env, filepath.Join(t.TempDir(), "nmauth.db"), true, quiet)
 		if err == nil || !strings.Contains(err.Error(), envSecret) || !strings.Contains(err.Error(), "secret 2") {
 			t.Fatalf("error %v, want one naming %s and secret 2", err, envSecret)

@@ -48,15 +48,15 @@ func newMux(auth *nmauth.Authenticator, wire nmauth.WireProfile) *http.ServeMux 
 	mux.HandleFunc("GET /assets/", serveAsset)
 	// A pattern without a method matches what the GET pattern beside it
 	// does not, so that these answers replace ServeMux's plain-text ones.
-	wrongMethod := func(w http.ResponseWriter, _ *http.Request) {
+	wrongMethod := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
-		auth.WriteResponse(w, http.StatusMethodNotAllowed, "method not allowed", nil)
+		auth.WriteResponse(w, r, http.StatusMethodNotAllowed, "method not allowed", nil)
 	}
 	for _, path := range []string{"/healthz", "/openapi.yaml", "/readyz", "/{$}", "/assets/"} {
 		mux.HandleFunc(path, wrongMethod)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		auth.WriteResponse(w, http.StatusNotFound, "not found", nil)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		auth.WriteResponse(w, r, http.StatusNotFound, "not found", nil)
 	})
 	return mux
 }
@@ -114,13 +114,16 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 			return err
 		}
 	}
-	master, masterSrc, err := loadMasterKey(c.getenv, o.dev, c.log)
+	master, masterSrc, err := loadMasterKey(c.getenv, ".", o.dev, c.log)
 	if err != nil {
 		return err
 	}
 	wire, err := nmauth.ParseWireProfile(o.wire)
 	if err != nil {
 		return fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
+	}
+	if o.trustedProxies, err = trustedProxies(o, c.getenv); err != nil {
+		return err
 	}
 	var m *metrics
 	var instrument func(*nmauth.Config)
@@ -156,7 +159,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	}
 	c.log.Info("listening", "addr", ln.Addr().String(), "db", b.db.name,
 		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev,
-		"wire", o.wire, "cors_origins", o.corsOrigins.String())
+		"wire", o.wire, "cors_origins", o.corsOrigins.String(), "trusted_proxies", o.trustedProxies.String())
 	mux := newMux(b.auth, wire)
 	addAdminRoutes(mux, b.auth, c.log)
 	if err := addPasskeyRoutes(mux, b, o, ln.Addr(), c.log); err != nil {
@@ -224,22 +227,6 @@ func runServer(ctx context.Context, srv *http.Server, ln net.Listener, log *slog
 	return nil
 }
 
-// loadMasterKey wraps nmauth.LoadMasterKey with advice on what to set.
-func loadMasterKey(getenv func(string) string, dev bool, log *slog.Logger) (*nmauth.MasterKey, nmauth.MasterKeySource, error) {
-	mk, src, err := nmauth.LoadMasterKey(nmauth.MasterKeyOptions{Getenv: getenv, AllowInsecure: dev, Logger: log})
-	if errors.Is(err, nmauth.ErrInsecureMasterKey) {
-		return nil, "", fmt.Errorf("%w; or run with --dev to try nmauthd on loopback with the default key", err)
-	}
-	if err != nil {
-		env := getenv("NMAUTH_ENV")
-		if env == "" {
-			env = "dev"
-		}
-		return nil, "", fmt.Errorf("no usable master key: %w; set MASTER_KEY or server.masterkey in config/environments/%s.yaml", err, env)
-	}
-	return mk, src, nil
-}
-
 // backend is the Authenticator over --db.
 type backend struct {
 	auth *nmauth.Authenticator
@@ -297,6 +284,8 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 		NodeMember: db.isMember,
 		OnEvent:    auditLogger(c.log),
 		Logger:     c.log,
+		// Set by serve only; the admin commands serve no requests.
+		TrustedProxies: o.trustedProxies,
 	}
 	// Asked even while passkeys are off (no --passkey-rp-id), so that a
 	// user who has one never logs in with the password alone.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -113,7 +112,7 @@ func TestRootSecretSources(t *testing.T) {
 	t.Run("NMAUTH_SECRET means no file", func(t *testing.T) {
 		dir := t.TempDir()
 		db := filepath.Join(dir, "nmauth.db")
-		secret := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+		secret := "o_P4vQxSmnbc0KcV4dQoLzU2-QfVABwFqb6Q-jR3bIG1GoOZ8Rj8jg==" // from a random source, in URL-safe base64
 		mustRun(t, dir, baseEnv("NMAUTH_SECRET="+secret), "", "user", "list", "--db", db)
 		if _, err := os.Stat(db + ".secret"); err == nil {
 			t.Error("a secret file was made although NMAUTH_SECRET was set")

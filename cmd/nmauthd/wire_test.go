@@ -105,7 +105,7 @@ func TestCORSPreflight(t *testing.T) {
 	if h := preflight("https://evil.example.test", "content-type"); h.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("unknown origin allowed: %v", h)
 	}
-	req, _ := http.NewRequest(http.MethodPost, d.url+"/api/users/adm/authenticate", strings.NewReader(`{}`))
+	req, _ := http.NewRequest(http.MethodPost, d.url+"/api/users/adm/authenticate", strings.NewReader(`{"username":"nobody","password":"not a password"}`))
 	req.Header.Set("Origin", "https://other.example.test")
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := httpClient.Do(req)

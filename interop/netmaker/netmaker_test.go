@@ -264,6 +264,9 @@ func TestNetmakerProfileWithNetmakerModels(t *testing.T) {
 	if got := into[models.SuccessfulUserLoginResponse](t, login); got.UserName != "alice" || got.AuthToken != user {
 		t.Errorf("user login %+v", got)
 	}
+	// Netmaker's own API tests post a whole models.User: keys beside
+	// username and password are ignored, none taken for a misspelling.
+	s.success(s.post("/api/users/adm/authenticate", "", models.User{UserName: "alice", Password: userPassword}))
 
 	init := s.success(s.post("/api/users/alice/auth/init-totp", user, nil))
 	e := into[models.TOTPInitiateResponse](t, init)

@@ -151,7 +151,8 @@
   }
 
   function renderPrincipal(p) {
-    const rows = [["Kind", "kind", p.kind], ["Name", "name", p.name]];
+    const rows = [["Kind", "kind", p.kind]];
+    if (p.name) rows.push(["Name", "name", p.name]); // the master key has none
     if (p.network) rows.push(["Network", "network", p.network]);
     if (p.kind === "user") rows.push(["Passed a second factor", "totp", p.totp ? "yes" : "no"]);
     if (p.issuedAt) rows.push(["Issued", "issuedAt", new Date(p.issuedAt).toLocaleString()]);

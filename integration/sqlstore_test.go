@@ -1,4 +1,4 @@
-package nmauth_test
+package integration
 
 import (
 	"context"
@@ -101,7 +101,11 @@ func testSQLConcurrentStart(t *testing.T, d nmauth.Dialect, fresh func(*testing.
 	errs := make([]error, starts)
 	var wg sync.WaitGroup
 	for i, db := range dbs {
-		wg.Go(func() { _, errs[i] = nmauth.NewSQLStore(context.Background(), db, d) })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = nmauth.NewSQLStore(context.Background(), db, d)
+		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -150,14 +154,14 @@ func testSQLSecondHandle(t *testing.T, d nmauth.Dialect, fresh func(*testing.T) 
 	}
 
 	err := b.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-		u.TOTPLastStep = 42
+		u.State.TOTPLastStep = 42
 		u.TOTPSecret = nil
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("second handle UpdateUser: %v", err)
 	}
-	alice.TOTPLastStep, alice.TOTPSecret = 42, nil
+	alice.State.TOTPLastStep, alice.TOTPSecret = 42, nil
 	checkSameUser(t, a, "alice", alice)
 
 	if err := a.DeleteUser(ctx, "alice"); err != nil {
@@ -181,11 +185,11 @@ func testSQLCASAcrossHandles(t *testing.T, d nmauth.Dialect, fresh func(*testing
 	stores := twoStores(t, d, fresh)
 	errs := raceAcross(stores, 25, func(s nmauth.Store) error {
 		return s.UpdateUser(context.Background(), "alice", func(u *nmauth.User) error {
-			if u.TOTPLastStep >= 7 {
+			if u.State.TOTPLastStep >= 7 {
 				return errStepUsed
 			}
 			runtime.Gosched() // let the other handle's updates run here if they can
-			u.TOTPLastStep = 7
+			u.State.TOTPLastStep = 7
 			return nil
 		})
 	})
@@ -201,7 +205,7 @@ func testSQLCASAcrossHandles(t *testing.T, d nmauth.Dialect, fresh func(*testing
 	if winners != 1 {
 		t.Errorf("%d of %d updates accepted step 7, want exactly 1", winners, len(errs))
 	}
-	if got := getUser(t, stores[1], "alice").TOTPLastStep; got != 7 {
+	if got := getUser(t, stores[1], "alice").State.TOTPLastStep; got != 7 {
 		t.Errorf("TOTPLastStep = %d, want 7", got)
 	}
 }
@@ -210,9 +214,9 @@ func testSQLCounterAcrossHandles(t *testing.T, d nmauth.Dialect, fresh func(*tes
 	stores := twoStores(t, d, fresh)
 	errs := raceAcross(stores, 25, func(s nmauth.Store) error {
 		return s.UpdateUser(context.Background(), "alice", func(u *nmauth.User) error {
-			n := u.PasswordFailures
+			n := u.State.PasswordFailures
 			runtime.Gosched()
-			u.PasswordFailures = n + 1
+			u.State.PasswordFailures = n + 1
 			return nil
 		})
 	})
@@ -221,7 +225,7 @@ func testSQLCounterAcrossHandles(t *testing.T, d nmauth.Dialect, fresh func(*tes
 			t.Errorf("update %d: %v", i, err)
 		}
 	}
-	if got, want := getUser(t, stores[0], "alice").PasswordFailures, len(errs); got != want {
+	if got, want := getUser(t, stores[0], "alice").State.PasswordFailures, len(errs); got != want {
 		t.Errorf("PasswordFailures = %d, want %d", got, want)
 	}
 }
@@ -245,7 +249,7 @@ func testSQLTimeRange(t *testing.T, d nmauth.Dialect, fresh func(*testing.T) sql
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			u := sampleUser("bob")
-			u.PasswordBlockedUntil = tc.when
+			u.State.PasswordBlockedUntil = tc.when
 			if err := s.CreateUser(ctx, u); err == nil {
 				t.Error("CreateUser succeeded, want an error")
 			}
@@ -253,8 +257,8 @@ func testSQLTimeRange(t *testing.T, d nmauth.Dialect, fresh func(*testing.T) sql
 				t.Errorf("GetUser after refused create = %v, want ErrNotFound", err)
 			}
 			err := s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-				u.TOTPBlockedUntil = tc.when
-				u.TOTPFailures = 9
+				u.State.TOTPBlockedUntil = tc.when
+				u.State.TOTPFailures = 9
 				return nil
 			})
 			if err == nil {
@@ -368,9 +372,9 @@ func sampleUser(name string) nmauth.User {
 		Name:          name,
 		PasswordHash:  "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA",
 		TOTPSecret:    []byte{0, 1, 2, 0xff},
-		TOTPLastStep:  3,
 		RecoveryCodes: []string{"one", "two"},
 		CreatedAt:     time.Date(2025, 3, 4, 5, 6, 7, 8, time.UTC),
+		State:         nmauth.UserState{TOTPLastStep: 3},
 	}
 }
 
@@ -379,9 +383,9 @@ func checkSameUser(t *testing.T, s nmauth.Store, name string, want nmauth.User) 
 	got := getUser(t, s, name)
 	if got.Name != want.Name || got.PasswordHash != want.PasswordHash ||
 		string(got.TOTPSecret) != string(want.TOTPSecret) || (got.TOTPSecret == nil) != (want.TOTPSecret == nil) ||
-		got.TOTPLastStep != want.TOTPLastStep || got.TOTPFailures != want.TOTPFailures ||
+		got.State.TOTPLastStep != want.State.TOTPLastStep || got.State.TOTPFailures != want.State.TOTPFailures ||
 		!slices.Equal(got.RecoveryCodes, want.RecoveryCodes) ||
-		!got.CreatedAt.Equal(want.CreatedAt) || got.Generation != want.Generation {
+		!got.CreatedAt.Equal(want.CreatedAt) || got.State.Generation != want.State.Generation {
 		t.Errorf("GetUser(%q) = %+v, want %+v", name, got, want)
 	}
 }
@@ -414,10 +418,12 @@ func raceAcross(stores []nmauth.Store, perStore int, fn func(nmauth.Store) error
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range errs {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			<-start
 			errs[i] = fn(stores[i%len(stores)])
-		})
+		}()
 	}
 	close(start)
 	wg.Wait()

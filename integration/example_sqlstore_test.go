@@ -1,4 +1,4 @@
-package nmauth_test
+package integration
 
 import (
 	"context"
@@ -17,7 +17,7 @@ var sqlExampleSecret = []byte("the SQL example's root secret, 32+ bytes")
 
 // An SQLStore over SQLite keeps accounts across restarts: a user created
 // by one process logs in after the database is opened again.
-func ExampleNewSQLStore() {
+func Example_sqlStore() {
 	dir, err := os.MkdirTemp("", "nmauth-example")
 	if err != nil {
 		panic(err)

@@ -1,0 +1,118 @@
+package nmauth
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"testing"
+)
+
+// netclientSecret makes a host password as netclient does
+// (RandomString(32) in Netmaker's logic/util.go): 32 random bytes written
+// in standard base32, cut to 32 characters.
+func netclientSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base32.StdEncoding.EncodeToString(b)[:32]
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+// TestMachineSecretsQualify: the secrets that programs draw at random
+// qualify, every time.
+func TestMachineSecretsQualify(t *testing.T) {
+	makers := map[string]func() string{
+		"netclient's RandomString(32)":        netclientSecret,
+		"crypto/rand.Text (nmauthd host add)": rand.Text,
+		"32 hex digits":                       func() string { return hex.EncodeToString(randomBytes(16)) },
+		"32 upper-case hex digits":            func() string { return strings.ToUpper(hex.EncodeToString(randomBytes(16))) },
+		"base64 of 16 bytes, padded":          func() string { return base64.StdEncoding.EncodeToString(randomBytes(16)) },
+		"base64url of 32 bytes":               func() string { return base64.RawURLEncoding.EncodeToString(randomBytes(32)) },
+		"lower-case base32 of 20 bytes":       func() string { return strings.ToLower(base32.StdEncoding.EncodeToString(randomBytes(20))) },
+	}
+	for name, make := range makers {
+		for range 2000 {
+			if s := make(); !isMachineSecret(s) {
+				t.Fatalf("%s: %q does not qualify", name, s)
+			}
+		}
+	}
+}
+
+// TestMachineSecretsRefused: what a person would choose, and random text
+// too short for 128 bits, keeps argon2id.
+func TestMachineSecretsRefused(t *testing.T) {
+	for _, s := range []string{
+		"",
+		"host-password-1",
+		"correct horse battery staple and more words",
+		"Tr0ub4dor&3-Tr0ub4dor&3-Tr0ub4dor&3",
+		strings.Repeat("A", 40),
+		strings.Repeat("ab", 20),
+		strings.Repeat("0123456789", 4),
+		"k3j4k3j4k3j4k3j4k3j4k3j4k3j4k3j4k3j4k3j4",
+		strings.Repeat("Zm9vYmFy", 4),
+		netclientSecret()[:25],                                     // 125 bits
+		hex.EncodeToString(randomBytes(16))[:31],                   // 124 bits
+		base64.RawStdEncoding.EncodeToString(randomBytes(16))[:21], // 126 bits
+		netclientSecret() + " ",
+		netclientSecret() + "!",
+		strings.Repeat(netclientSecret(), 40), // longer than a password may be
+	} {
+		if isMachineSecret(s) {
+			t.Errorf("%q qualifies as a machine secret", s)
+		}
+	}
+}
+
+// TestMachineDigestForm: the stored form names its root secret, holds no
+// trace of the secret, and binds the host: two hosts with one secret, or
+// one host under two root secrets, store different digests.
+func TestMachineDigestForm(t *testing.T) {
+	r1, err := newKeyRing([][]byte{randomBytes(32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := newKeyRing([][]byte{randomBytes(32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := netclientSecret()
+	d := r1.digestMachineSecret("host-a", secret)
+	if !strings.HasPrefix(d, "$nmauth-hmac-sha256$k="+r1.signer().id+"$") || strings.Contains(d, secret) {
+		t.Fatalf("stored form %q", d)
+	}
+	for _, other := range []string{r1.digestMachineSecret("host-b", secret), r2.digestMachineSecret("host-a", secret)} {
+		if other == d {
+			t.Errorf("two digests are equal: %q", d)
+		}
+	}
+	if ok, upgrade, err := r1.checkMachineSecret(d, "host-a", secret); !ok || upgrade || err != nil {
+		t.Errorf("right secret: ok %v, upgrade %v, err %v", ok, upgrade, err)
+	}
+	for _, c := range []struct{ name, secret string }{{"host-b", secret}, {"host-a", netclientSecret()}, {"host-a", secret[:31]}} {
+		if ok, _, err := r1.checkMachineSecret(d, c.name, c.secret); ok || err != nil {
+			t.Errorf("%s/%q: ok %v, err %v", c.name, c.secret, ok, err)
+		}
+	}
+	if _, _, err := r2.checkMachineSecret(d, "host-a", secret); err == nil {
+		t.Error("a digest under a root secret not configured was checked")
+	}
+	for _, bad := range []string{
+		"$nmauth-hmac-sha256$k=" + r1.signer().id,
+		"$nmauth-hmac-sha256$k=zz" + r1.signer().id[2:] + d[len(d)-44:],
+		d[:len(d)-1],
+		d + "A",
+		strings.Replace(d, "k=", "k=0", 1),
+	} {
+		if _, _, err := r1.checkMachineSecret(bad, "host-a", secret); err == nil {
+			t.Errorf("malformed %q was checked", bad)
+		}
+	}
+}

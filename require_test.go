@@ -1,0 +1,158 @@
+package nmauth_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/nmauth/nmauth"
+)
+
+// requireCredentials are one bearer credential of each kind, and two that
+// are not credentials at all.
+type requireCredentials struct {
+	auth                     *nmauth.Authenticator
+	master, user, host, node string
+}
+
+func newRequireCredentials(t *testing.T, wire nmauth.WireProfile) requireCredentials {
+	t.Helper()
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	masterKey := hex.EncodeToString(secret[:24])
+	mk, err := nmauth.NewMasterKey(masterKey, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{secret}, MasterKey: mk, Wire: wire, ClientRate: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const hostID = "5f0e6a52-6a3b-4c55-9d8e-2b1f0c7d9a11"
+	if err := auth.CreateUser(ctx, "alice", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.CreateHost(ctx, hostID, "", "host password of some length"); err != nil {
+		t.Fatal(err)
+	}
+	user, err := auth.LoginUser(ctx, "alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := auth.LoginHost(ctx, hostID, "", "host password of some length")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := auth.IssueNodeToken(ctx, "net-1", "node-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return requireCredentials{auth: auth, master: masterKey, user: user.AuthToken, host: host.AuthToken, node: node}
+}
+
+// serveBearer runs h on a request with an optional bearer credential.
+func serveBearer(h http.Handler, bearer string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/app", nil)
+	req.RemoteAddr = "192.0.2.1:1"
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestRequire checks the one-step guard, alone and in both orders with
+// Middleware: a wrong order changes no answer. 401 (with WWW-Authenticate)
+// is for no credential or a bad one only; a valid credential of another
+// kind is 403.
+func TestRequire(t *testing.T) {
+	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
+		t.Run(wire.String(), func(t *testing.T) {
+			c := newRequireCredentials(t, wire)
+			var seen nmauth.Principal
+			app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				seen, _ = nmauth.FromContext(r.Context())
+				w.WriteHeader(http.StatusNoContent)
+			})
+			usersOnly := c.auth.Require(nmauth.KindUser, nmauth.KindMaster)
+			guards := map[string]http.Handler{
+				"Require alone":           usersOnly(app),
+				"Middleware then Require": c.auth.Middleware(usersOnly(app)),
+				"Require then Middleware": usersOnly(c.auth.Middleware(app)),
+				"Require then Require":    c.auth.Require(nmauth.KindUser, nmauth.KindMaster, nmauth.KindHost)(usersOnly(app)),
+			}
+			cases := []struct {
+				name, bearer string
+				status       int
+				kind         nmauth.PrincipalKind
+			}{
+				{"user token", c.user, http.StatusNoContent, nmauth.KindUser},
+				{"master key", c.master, http.StatusNoContent, nmauth.KindMaster},
+				{"host token", c.host, http.StatusForbidden, ""},
+				{"node token", c.node, http.StatusForbidden, ""},
+				{"no bearer", "", http.StatusUnauthorized, ""},
+				{"forged bearer", c.user[:len(c.user)-4] + "AAAA", http.StatusUnauthorized, ""},
+			}
+			for gname, h := range guards {
+				for _, tc := range cases {
+					seen = nmauth.Principal{}
+					rec := serveBearer(h, tc.bearer)
+					if rec.Code != tc.status {
+						t.Errorf("%s, %s: status %d, want %d", gname, tc.name, rec.Code, tc.status)
+						continue
+					}
+					if got := rec.Header().Get("WWW-Authenticate"); (tc.status == http.StatusUnauthorized) != (got != "") {
+						t.Errorf("%s, %s: WWW-Authenticate %q with status %d", gname, tc.name, got, rec.Code)
+					}
+					if tc.kind != "" && seen.Kind != tc.kind {
+						t.Errorf("%s, %s: the handler saw principal %+v, want kind %s", gname, tc.name, seen, tc.kind)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRequireRefusesNoKinds checks that a guard that would admit nobody,
+// or names a kind that does not exist, fails loudly when it is built.
+func TestRequireRefusesNoKinds(t *testing.T) {
+	c := newRequireCredentials(t, nmauth.WireSpec)
+	for _, kinds := range [][]nmauth.PrincipalKind{nil, {"users"}, {nmauth.KindUser, "Master"}} {
+		t.Run(fmt.Sprint(kinds), func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Require(%q) did not panic", kinds)
+				}
+			}()
+			c.auth.Require(kinds...)
+		})
+	}
+}
+
+// TestRequireTakesThePrincipalInTheContext checks that a Principal the
+// application put in the context is taken as it is, without a bearer.
+func TestRequireTakesThePrincipalInTheContext(t *testing.T) {
+	c := newRequireCredentials(t, nmauth.WireSpec)
+	h := c.auth.Require(nmauth.KindHost)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	for _, tc := range []struct {
+		p      nmauth.Principal
+		status int
+	}{
+		{nmauth.Principal{Kind: nmauth.KindHost, Name: "host-9"}, http.StatusNoContent},
+		{nmauth.Principal{Kind: nmauth.KindUser, Name: "alice"}, http.StatusForbidden},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/app", nil)
+		req = req.WithContext(nmauth.NewContext(req.Context(), tc.p))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.status {
+			t.Errorf("principal %+v: status %d, want %d", tc.p, rec.Code, tc.status)
+		}
+	}
+}
