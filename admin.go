@@ -386,16 +386,21 @@ func (a *Authenticator) ListUsers(ctx context.Context, after string, limit int) 
 	now := a.now()
 	out := make([]UserInfo, len(users))
 	for i, u := range users {
-		out[i] = UserInfo{
-			Name:              u.Name,
-			Disabled:          u.Disabled,
-			TOTPEnabled:       u.TOTPEnabled(),
-			RecoveryCodesLeft: len(u.RecoveryCodes),
-			LockedUntil:       lockedUntil(now, u.State.PasswordClients, u.State.PasswordBlockedUntil, u.State.TOTPBlockedUntil),
-			CreatedAt:         u.CreatedAt,
-		}
+		out[i] = userInfo(u, now)
 	}
 	return out, nil
+}
+
+// userInfo is what may be told of u at now.
+func userInfo(u User, now time.Time) UserInfo {
+	return UserInfo{
+		Name:              u.Name,
+		Disabled:          u.Disabled,
+		TOTPEnabled:       u.TOTPEnabled(),
+		RecoveryCodesLeft: len(u.RecoveryCodes),
+		LockedUntil:       lockedUntil(now, u.State.PasswordClients, u.State.PasswordBlockedUntil, u.State.TOTPBlockedUntil),
+		CreatedAt:         u.CreatedAt,
+	}
 }
 
 // ListHosts returns at most limit hosts whose ids sort after after, in

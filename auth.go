@@ -117,6 +117,17 @@ type Config struct {
 	// fault does. Nil refuses every node login.
 	NodeMember func(ctx context.Context, network, hostID string) (bool, error)
 
+	// SecondFactor, when set, reports whether a user has a second factor
+	// that the Authenticator does not keep itself, such as a passkey (see
+	// the passkey package): a right password of such a user earns a
+	// pre-auth token, as with TOTP on, which the application redeems with
+	// [Authenticator.RedeemPreAuth] once it has checked that factor. It is
+	// asked only once the password is right, with what
+	// [Authenticator.LookupUser] tells of the user then; an error fails
+	// the login as a Store fault does. Nil leaves TOTP the only second
+	// factor.
+	SecondFactor func(ctx context.Context, user UserInfo) (bool, error)
+
 	// NodeTokenValid, when set, is asked by the bearer check about every
 	// node token minted by [Authenticator.IssueNodeToken], after its
 	// signature and expiry are checked: false refuses the token as
@@ -216,7 +227,9 @@ type Principal struct {
 	Name string `json:"name,omitempty"`
 	// Network is the network of a node token.
 	Network string `json:"network,omitempty"`
-	// TOTP reports that the token came from a login that passed TOTP.
+	// TOTP reports that the token came from a login that passed a second
+	// factor: a TOTP or recovery code, or a factor the application checked
+	// itself ([Authenticator.RedeemPreAuth], [Authenticator.IssueUserToken]).
 	TOTP bool `json:"totp,omitempty"`
 	// IssuedAt and ExpiresAt bound the token; zero for the master key.
 	IssuedAt  time.Time `json:"issuedAt,omitzero"`
@@ -310,16 +323,22 @@ type UserLogin struct {
 	UserName string `json:"userName"`
 	// AuthToken is the user token; empty when TOTP is required.
 	AuthToken string `json:"authToken,omitempty"`
-	// PreAuthToken is redeemed at verify-totp when TOTP is required.
+	// PreAuthToken is redeemed at verify-totp when TOTP is required, or
+	// with a second factor of the application's (see
+	// [Config.SecondFactor]).
 	PreAuthToken string `json:"preAuthToken,omitempty"`
-	TOTPRequired bool   `json:"totpRequired,omitempty"`
+	// TOTPRequired reports that a second factor is required: the name is
+	// the spec's, from when TOTP was the only one.
+	TOTPRequired bool `json:"totpRequired,omitempty"`
 	// RecoveryCodesLeft is set when a recovery code was used.
 	RecoveryCodesLeft *int `json:"recoveryCodesLeft,omitempty"`
 }
 
 // LoginUser checks a username and password. Without TOTP it returns a user
 // token; with TOTP on it returns a pre-auth token to redeem with
-// [Authenticator.VerifyTOTP]. An unknown user, a wrong password and a
+// [Authenticator.VerifyTOTP], and so it does for a user with a second
+// factor of the application's ([Config.SecondFactor]), to redeem with
+// [Authenticator.RedeemPreAuth]. An unknown user, a wrong password and a
 // disabled account all return [ErrInvalidCredentials] after the same work.
 //
 // The attempt is counted against the account and the client address in
@@ -336,9 +355,14 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 	t := loginTarget{kind: KindUser, name: name, unknown: ErrInvalidCredentials, update: func(ctx context.Context, fn func(account) error) error {
 		return a.store.UpdateUser(ctx, name, func(u *User) error { return fn(userAccount(u)) })
 	}}
-	err := a.login(ctx, t, pw, nil, func(acc account, iat time.Time) error {
+	other := false
+	err := a.login(ctx, t, pw, a.askSecondFactor(name, &other), func(acc account, iat time.Time) error {
 		var err error
-		out, err = a.grantUser(acc.user, iat)
+		if other {
+			out, err = a.grantPreAuth(acc.user, iat)
+		} else {
+			out, err = a.grantUser(acc.user, iat)
+		}
 		return err
 	})
 	if err != nil {
@@ -348,23 +372,27 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 }
 
 // grantUser mints what a user's right password earns, inside the atomic
-// update that granted it: a user token, or with TOTP on a pre-auth token,
-// which becomes the one the user may redeem.
+// update that granted it: a user token, or with TOTP on a pre-auth token
+// (see grantPreAuth).
 func (a *Authenticator) grantUser(u *User, iat time.Time) (UserLogin, error) {
-	gen := u.State.Generation
-	out := UserLogin{UserName: u.Name}
 	if u.TOTPEnabled() {
-		tok, jti, err := a.minter.mint(mintArgs{kind: kindPreAuth, subject: u.Name, issuedAt: iat, ttl: a.cfg.PreAuthTokenTTL, generation: &gen})
-		if err != nil {
-			return UserLogin{}, err
-		}
-		u.State.PreAuthID, u.State.PreAuthFailures = jti, 0
-		out.PreAuthToken, out.TOTPRequired = tok, true
-		return out, nil
+		return a.grantPreAuth(u, iat)
 	}
+	gen := u.State.Generation
 	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, issuedAt: iat, ttl: a.cfg.UserTokenTTL, generation: &gen})
-	out.AuthToken = tok
-	return out, err
+	return UserLogin{UserName: u.Name, AuthToken: tok}, err
+}
+
+// grantPreAuth mints a pre-auth token, which becomes the one the user may
+// redeem.
+func (a *Authenticator) grantPreAuth(u *User, iat time.Time) (UserLogin, error) {
+	gen := u.State.Generation
+	tok, jti, err := a.minter.mint(mintArgs{kind: kindPreAuth, subject: u.Name, issuedAt: iat, ttl: a.cfg.PreAuthTokenTTL, generation: &gen})
+	if err != nil {
+		return UserLogin{}, err
+	}
+	u.State.PreAuthID, u.State.PreAuthFailures = jti, 0
+	return UserLogin{UserName: u.Name, PreAuthToken: tok, TOTPRequired: true}, nil
 }
 
 // failUnknown spends the time of a real check of password, so that an

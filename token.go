@@ -65,7 +65,8 @@ type claims struct {
 	IssuedAt issuedAt `json:"iat"`
 	// Network is the network of a node token.
 	Network string `json:"net,omitempty"`
-	// TOTP marks a user token minted by a login that passed TOTP.
+	// TOTP marks a user token minted by a login that passed a second
+	// factor (see [Principal.TOTP]).
 	TOTP bool `json:"totp,omitempty"`
 	// Generation is the account's revocation counter when the token was
 	// minted (see [AccountState.Generation]); user, pre-auth and host tokens must

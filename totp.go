@@ -316,23 +316,47 @@ func enrollmentSecret(rawURL, name, issuer string) ([]byte, error) {
 // [MaxTOTPFailuresPerToken] wrong codes; and the user's consecutive
 // failures add a backoff that holds across tokens and replicas.
 func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, code string) (UserLogin, error) {
-	c, _, err := a.preAuth.verify(preAuthToken)
+	c, name, err := a.preAuthClaims(preAuthToken, username)
 	if err != nil {
-		return UserLogin{}, ErrUnauthenticated
-	}
-	name, err := PrepareUsername(username)
-	if err != nil || name != c.Subject {
-		return UserLogin{}, ErrForbidden
+		return UserLogin{}, err
 	}
 	recovery := isRecoveryCode(code)
 	if !recovery && !wellFormedTOTP(code) {
 		return UserLogin{}, ErrMalformedCode
 	}
+	out, r, err := a.redeemPreAuth(ctx, name, func(u *User, now time.Time) secondFactor {
+		return a.checkSecondFactor(u, c, code, recovery, now)
+	})
+	if err == nil && recovery {
+		out.RecoveryCodesLeft = &r.remaining
+	}
+	return out, err
+}
+
+// preAuthClaims verifies a pre-auth token presented for the user named
+// username, and returns its claims and the prepared name.
+func (a *Authenticator) preAuthClaims(preAuthToken, username string) (*claims, string, error) {
+	c, _, err := a.preAuth.verify(preAuthToken)
+	if err != nil {
+		return nil, "", ErrUnauthenticated
+	}
+	name, err := PrepareUsername(username)
+	if err != nil || name != c.Subject {
+		return nil, "", ErrForbidden
+	}
+	return c, name, nil
+}
+
+// redeemPreAuth runs check on the user of a verified pre-auth token inside
+// one atomic update and, if it passes, mints in that same update a user
+// token that passed a second factor, under the generation it read. It
+// emits check's event, and returns check's outcome beside the login.
+func (a *Authenticator) redeemPreAuth(ctx context.Context, name string, check func(u *User, now time.Time) secondFactor) (UserLogin, secondFactor, error) {
 	now := a.now()
 	var r secondFactor
 	var tok string
-	err = a.store.UpdateUser(ctx, name, func(u *User) error {
-		if r = a.checkSecondFactor(u, c, code, recovery, now); r.abort != nil || r.failed != nil {
+	err := a.store.UpdateUser(ctx, name, func(u *User) error {
+		if r = check(u, now); r.abort != nil || r.failed != nil {
 			return r.abort
 		}
 		gen := u.State.Generation
@@ -347,16 +371,12 @@ func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, 
 		a.emit(ctx, Event{Type: r.event, Kind: KindUser, Name: name, Remaining: r.remaining})
 	}
 	if err != nil {
-		return UserLogin{}, a.dataFault(err, name)
+		return UserLogin{}, r, a.dataFault(err, name)
 	}
 	if r.failed != nil {
-		return UserLogin{}, r.failed
+		return UserLogin{}, r, r.failed
 	}
-	out := UserLogin{UserName: name, AuthToken: tok}
-	if recovery {
-		out.RecoveryCodesLeft = &r.remaining
-	}
-	return out, nil
+	return UserLogin{UserName: name, AuthToken: tok}, r, nil
 }
 
 // secondFactor is the outcome of one verification inside the atomic
@@ -374,14 +394,39 @@ type secondFactor struct {
 // guesses are all counted and a Store that cannot record refuses right and
 // wrong codes alike.
 func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recovery bool, now time.Time) secondFactor {
-	switch {
-	case u.Disabled, !u.TOTPEnabled(), !c.Generation.present, c.Generation.value != u.State.Generation,
-		u.State.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.State.PreAuthID), []byte(c.ID)) != 1:
+	if !u.TOTPEnabled() {
 		return secondFactor{abort: ErrUnauthenticated}
-	case now.Before(u.State.TOTPBlockedUntil):
-		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.State.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+	}
+	if err := preAuthStanding(u, c, now); err != nil {
+		return standingRefusal(err, EventTOTPThrottled)
 	}
 	return a.matchSecondFactor(u, code, recovery, now)
+}
+
+// preAuthStanding refuses, with [ErrUnauthenticated], a pre-auth token that
+// is no longer the one u may redeem: of a disabled account, of another
+// generation, used, replaced by a later login or dead after too many
+// failures; and, with a [*RetryError] for [ErrThrottled], an attempt while u's
+// second-factor backoff holds.
+func preAuthStanding(u *User, c *claims, now time.Time) error {
+	switch {
+	case u.Disabled, !c.Generation.present, c.Generation.value != u.State.Generation,
+		u.State.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.State.PreAuthID), []byte(c.ID)) != 1:
+		return ErrUnauthenticated
+	case now.Before(u.State.TOTPBlockedUntil):
+		return &RetryError{Reason: ErrThrottled, RetryAfter: u.State.TOTPBlockedUntil.Sub(now)}
+	}
+	return nil
+}
+
+// standingRefusal stops an update on a refusal of preAuthStanding, with
+// throttled as the event of a backoff.
+func standingRefusal(err error, throttled EventType) secondFactor {
+	r := secondFactor{abort: err}
+	if errors.Is(err, ErrThrottled) {
+		r.event = throttled
+	}
+	return r
 }
 
 // matchSecondFactor checks a TOTP or recovery code of u and counts a
@@ -404,22 +449,33 @@ func (a *Authenticator) matchSecondFactor(u *User, code string, recovery bool, n
 			r.event = EventTOTPReplayed
 		}
 	}
+	settleSecondFactor(u, ok, now)
 	if ok {
-		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
-		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 		return r
 	}
 	if r.event != EventTOTPReplayed {
 		r.event = EventTOTPFailed
 	}
 	r.failed = ErrInvalidCode
+	return r
+}
+
+// settleSecondFactor records the outcome of a second factor in u. One that
+// passed consumes the pre-auth token and clears the failures; one that
+// failed is counted against the token, which dies at
+// [MaxTOTPFailuresPerToken], and in the user's backoff.
+func settleSecondFactor(u *User, passed bool, now time.Time) {
+	if passed {
+		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
+		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
+		return
+	}
 	u.State.TOTPFailures++
 	u.State.PreAuthFailures++
 	if u.State.PreAuthFailures >= MaxTOTPFailuresPerToken {
 		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 	}
 	u.State.TOTPBlockedUntil = addDelay(now, totpDelay(u.State.TOTPFailures))
-	return r
 }
 
 // hotp computes the RFC 4226 dynamic truncation of HMAC-SHA1(secret, counter).

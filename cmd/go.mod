@@ -18,11 +18,19 @@ require (
 
 require (
 	github.com/boombuler/barcode v1.1.0 // indirect
+	github.com/fxamacker/cbor/v2 v2.9.4 // indirect
 	github.com/getkin/kin-openapi v0.152.0 // indirect
+	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
+	github.com/go-webauthn/webauthn v0.18.2 // indirect
+	github.com/go-webauthn/x v0.3.1 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
+	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/maypok86/otter/v2 v2.4.0 // indirect
+	github.com/philhofer/fwd v1.2.0 // indirect
 	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	github.com/tinylib/msgp v1.6.4 // indirect
+	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
@@ -31,7 +39,7 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/chromedp/cdproto v0.159.0
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
@@ -44,6 +52,7 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/nmauth/nmauth v0.0.0-00010101000000-000000000000
 	github.com/nmauth/nmauth/openapitest v0.0.0-00010101000000-000000000000
+	github.com/nmauth/nmauth/passkey v0.0.0-00010101000000-000000000000
 	github.com/oasdiff/yaml v0.1.1 // indirect
 	github.com/oasdiff/yaml3 v0.0.14 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
@@ -57,12 +66,16 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
-// The commands are built from a clone, with the library beside them: the
-// go.work at the repository's root and this replace both pick ../, so
-// "go build ./..." works inside this directory with or without the workspace.
+// The commands are built from a clone, with the library and its passkey
+// module beside them: the go.work at the repository's root and these
+// replaces both pick ../ and ../passkey, so "go build ./..." works inside
+// this directory with or without the workspace.
 // The replace is also why "go install github.com/nmauth/nmauth/cmd/nmauthd@latest"
 // is refused: build the commands from a clone instead.
-replace github.com/nmauth/nmauth => ../
+replace (
+	github.com/nmauth/nmauth => ../
+	github.com/nmauth/nmauth/passkey => ../passkey
+)
 
 // nmauthd's tests check its answers with the library's openapitest, a
 // module of its own beside the library, picked the same way.

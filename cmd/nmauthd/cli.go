@@ -48,6 +48,11 @@ type options struct {
 	networks       stringList
 	trustedProxies prefixList
 	set            map[string]bool // flags given on the command line
+
+	// The relying party of passkeys (see passkeys.go).
+	passkeyRPID    string
+	passkeyOrigins stringList
+	passwordless   bool
 }
 
 // stringList is a flag that may be given more than once.
@@ -71,8 +76,8 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr", "trusted-proxy"}, run: serve,
-		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr, --trusted-proxy)"},
+	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless"}, run: serve,
+		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -83,6 +88,10 @@ var commands = []command{
 		help: "refuse the user's logins and revoke the user's tokens"},
 	{name: "user totp-reset", args: []string{"NAME"}, run: userTOTPReset,
 		help: "turn the user's TOTP off so the user can enroll again"},
+	{name: "user passkeys", args: []string{"NAME"}, run: userPasskeys,
+		help: "list the user's passkeys: name, creation, last use, sign count"},
+	{name: "user passkeys-reset", args: []string{"NAME"}, run: userPasskeysReset,
+		help: "remove all of the user's passkeys and revoke the user's tokens"},
 	{name: "host add", args: []string{"ID"}, flags: []string{"mac", "network"}, run: hostAdd,
 		help: "add a host (--mac, --network); password from stdin, or generated and printed"},
 	{name: "host import", run: hostImport,
@@ -135,6 +144,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var(&o.corsOrigins, "cors-origin", "let a web UI at this origin call the API; repeatable")
 	fs.Var(&o.networks, "network", "a network the host is a member of, for node login; repeatable")
 	fs.Var(&o.trustedProxies, "trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-For names the client; repeatable, else $NMAUTH_TRUSTED_PROXIES")
+	fs.StringVar(&o.passkeyRPID, "passkey-rp-id", "", "serve passkeys for this relying party id, the domain of the page (with --dev: localhost)")
+	fs.Var(&o.passkeyOrigins, "passkey-origin", "an origin of the pages that use passkeys (default https://RP-ID); repeatable")
+	fs.BoolVar(&o.passwordless, "passwordless", false, "let a discoverable passkey log in without password (on with --dev)")
 	return fs
 }
 

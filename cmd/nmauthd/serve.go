@@ -16,6 +16,7 @@ import (
 	"github.com/rs/cors"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/passkey"
 )
 
 // Server timeouts: a client that sends its request slowly, or never reads
@@ -161,6 +162,10 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		"wire", o.wire, "cors_origins", o.corsOrigins.String(), "trusted_proxies", o.trustedProxies.String())
 	mux := newMux(b.auth, wire)
 	addAdminRoutes(mux, b.auth, c.log)
+	if err := addPasskeyRoutes(mux, b, o, ln.Addr(), c.log); err != nil {
+		ln.Close()
+		return err
+	}
 	var h http.Handler = mux
 	if m != nil {
 		h = m.handler(h)
@@ -282,6 +287,9 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 		// Set by serve only; the admin commands serve no requests.
 		TrustedProxies: o.trustedProxies,
 	}
+	// Asked even while passkeys are off (no --passkey-rp-id), so that a
+	// user who has one never logs in with the password alone.
+	cfg.SecondFactor = passkey.SecondFactor(db.passkeys)
 	if instrument != nil {
 		instrument(&cfg)
 	}

@@ -15,6 +15,7 @@ import (
 	_ "modernc.org/sqlite"             // driver "sqlite"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/passkey"
 )
 
 // openTimeout bounds connecting to the database and migrating its schema.
@@ -27,6 +28,10 @@ type database struct {
 	dialect nmauth.Dialect
 	// name is safe to log: the SQLite path, or the URL without password.
 	name string
+
+	// passkeys keeps the passkeys and their challenges, in tables of their
+	// own in the same database.
+	passkeys *passkey.SQLStore
 }
 
 func isPostgresURL(s string) bool {
@@ -79,11 +84,15 @@ func newDatabase(ctx context.Context, db *sql.DB, d nmauth.Dialect, name string)
 	if err == nil {
 		_, err = db.ExecContext(ctx, createMemberships)
 	}
+	var pk *passkey.SQLStore
+	if err == nil {
+		pk, err = passkey.NewSQLStore(ctx, db, d)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening database %s: %w", name, err)
 	}
-	return &database{SQLStore: st, db: db, dialect: d, name: name}, nil
+	return &database{SQLStore: st, passkeys: pk, db: db, dialect: d, name: name}, nil
 }
 
 // createMemberships makes nmauthd's own table beside the Store's: which

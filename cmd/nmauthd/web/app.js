@@ -96,6 +96,11 @@
     return "/api/users/" + encodeURIComponent(name) + "/auth/" + action;
   }
 
+  // payload is the object an envelope carries, in either wire profile.
+  function payload(env) {
+    return (env && (env.response || env.Response)) || {};
+  }
+
   function need(value, what) {
     if (typeof value !== "string" || value === "") throw new Error("the answer has no " + what);
     return value;
@@ -113,7 +118,9 @@
     $("recovery-codes").replaceChildren();
     $("login-code").value = "";
     $("enroll-code").value = "";
-    for (const id of ["session", "code-prompt", "enroll", "enroll-pending", "recovery"]) $(id).hidden = true;
+    $("passkey-name").value = "";
+    $("passkey-list").tBodies[0].replaceChildren();
+    for (const id of ["session", "code-prompt", "enroll", "enroll-pending", "recovery", "passkeys"]) $(id).hidden = true;
     $("user-login").hidden = false;
   }
 
@@ -138,17 +145,16 @@
     const isUser = p.kind === "user";
     $("enroll").hidden = !isUser;
     if (isUser && enrollment === null) {
-      // A login that passed TOTP means TOTP is already on.
-      $("enroll-start").textContent = p.totp ? "Set up two-factor login again" : "Turn on two-factor login";
       $("enroll-start").hidden = false;
     }
+    if (isUser && passkeysSupported) await loadPasskeys();
   }
 
   function renderPrincipal(p) {
     const rows = [["Kind", "kind", p.kind]];
     if (p.name) rows.push(["Name", "name", p.name]); // the master key has none
     if (p.network) rows.push(["Network", "network", p.network]);
-    if (p.kind === "user") rows.push(["Logged in with TOTP", "totp", p.totp ? "yes" : "no"]);
+    if (p.kind === "user") rows.push(["Passed a second factor", "totp", p.totp ? "yes" : "no"]);
     if (p.issuedAt) rows.push(["Issued", "issuedAt", new Date(p.issuedAt).toLocaleString()]);
     if (p.expiresAt) rows.push(["Expires", "expiresAt", new Date(p.expiresAt).toLocaleString()]);
     const items = [];
@@ -169,6 +175,7 @@
     $("code-prompt-user").textContent = userName;
     $("user-login").hidden = true;
     $("code-prompt").hidden = false;
+    $("code-prompt-passkey").hidden = !passkeysSupported;
     $("login-code").focus();
   }
 
@@ -285,6 +292,124 @@
     say("Two-factor setup cancelled; nothing was changed.");
   }
 
+  // Passkeys. The browser makes and uses them (navigator.credentials); the
+  // server's options and the browser's answers travel as WebAuthn's JSON.
+  const passkeysSupported = typeof window.PublicKeyCredential === "function" &&
+    typeof PublicKeyCredential.parseCreationOptionsFromJSON === "function";
+
+  // checkRelyingParty refuses, before the browser does with a less helpful
+  // error, a page whose address is not under the passkeys' domain.
+  function checkRelyingParty(rpId) {
+    const host = location.hostname;
+    if (host !== rpId && !host.endsWith("." + rpId)) {
+      throw new Error("this server's passkeys are for " + rpId + ": open this page at " +
+        location.protocol + "//" + rpId + (location.port ? ":" + location.port : "") + "/");
+    }
+  }
+
+  async function createPasskey(options) {
+    const publicKey = PublicKeyCredential.parseCreationOptionsFromJSON(options.publicKey);
+    checkRelyingParty(publicKey.rp.id);
+    const cred = await navigator.credentials.create({ publicKey });
+    return cred.toJSON();
+  }
+
+  async function getPasskey(options) {
+    const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(options.publicKey);
+    checkRelyingParty(publicKey.rpId);
+    const cred = await navigator.credentials.get({ publicKey });
+    return cred.toJSON();
+  }
+
+  function passkeyPath(name, rest) {
+    return "/api/users/" + encodeURIComponent(name) + "/passkeys" + rest;
+  }
+
+  function timeText(t) {
+    if (typeof t !== "string" || t === "") return "never";
+    return new Date(t).toLocaleString(undefined, { dateStyle: "short", timeStyle: "short" });
+  }
+
+  // loadPasskeys shows the user's passkeys; a server without passkeys
+  // (404) hides the section.
+  async function loadPasskeys() {
+    let list;
+    try {
+      list = payload(await api("GET", passkeyPath(principal.name, ""), { bearer: token })).passkeys;
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) {
+        $("passkeys").hidden = true;
+        return;
+      }
+      throw err;
+    }
+    if (!Array.isArray(list)) throw new Error("the answer has no passkeys");
+    $("passkey-list").tBodies[0].replaceChildren(...list.map((p) => {
+      const tr = document.createElement("tr");
+      const actions = document.createElement("td");
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "secondary";
+      remove.textContent = "Remove";
+      remove.dataset.action = "remove";
+      remove.addEventListener("click", () => onPasskeyRemove(p.id, p.name));
+      actions.append(remove);
+      tr.append(cell(String(p.name), "name"), cell(timeText(p.createdAt), "created"),
+        cell(timeText(p.lastUsedAt), "lastUsed"), cell(String(p.signCount), "signCount"), actions);
+      return tr;
+    }));
+    $("passkey-none").hidden = list.length > 0;
+    $("passkeys").hidden = false;
+  }
+
+  function onPasskeyAdd(ev) {
+    ev.preventDefault();
+    run(ev.currentTarget, "Adding a passkey", async () => {
+      if (principal === null) throw new Error("log in first");
+      const name = $("passkey-name").value.trim();
+      const options = payload(await api("POST", passkeyPath(principal.name, "/register/begin"), { bearer: token, body: { name } }));
+      const answer = await createPasskey(options);
+      const r = payload(await api("POST", passkeyPath(principal.name, "/register/finish"), { bearer: token, body: answer }));
+      $("passkey-name").value = "";
+      let msg = "Passkey " + need(r.passkey && r.passkey.name, "passkey") + " added.";
+      if (typeof r.authToken === "string" && r.authToken !== "") {
+        // The first second factor revoked the session's token.
+        token = r.authToken;
+        msg += " It is your first second factor: your other sessions are logged out, and the next login asks for it.";
+      }
+      await showWhoami();
+      say(msg, "ok");
+    });
+  }
+
+  function onPasskeyRemove(id, name) {
+    run($("passkeys"), "Removing passkey " + name, async () => {
+      await api("POST", passkeyPath(principal.name, "/" + encodeURIComponent(id) + "/remove"), { bearer: token });
+      await loadPasskeys();
+      say("Passkey " + name + " removed.", "ok");
+    });
+  }
+
+  // onPasskeyLogin logs in with a discoverable passkey, without password.
+  function onPasskeyLogin(ev) {
+    run(ev.currentTarget.parentElement, "Passkey login", async () => {
+      const options = payload(await api("POST", "/api/users/adm/passkey/begin"));
+      const r = payload(await api("POST", "/api/users/adm/passkey/finish", { body: await getPasskey(options) }));
+      await startSession(need(r.authToken, "token"), "Logged in as " + r.userName + " with a passkey.");
+    });
+  }
+
+  // onPasskeySecondFactor answers the code prompt with a passkey.
+  function onPasskeySecondFactor(ev) {
+    run(ev.currentTarget.parentElement, "Passkey check", async () => {
+      if (pending === null) throw new Error("no login is waiting for a second factor");
+      const path = "/api/users/" + encodeURIComponent(pending.userName) + "/auth/passkey/";
+      const options = payload(await api("POST", path + "begin", { bearer: pending.preAuthToken }));
+      const r = payload(await api("POST", path + "finish", { bearer: pending.preAuthToken, body: await getPasskey(options) }));
+      await startSession(need(r.authToken, "token"), "Logged in as " + r.userName + " with a passkey as second factor.");
+    });
+  }
+
   function onLogout() {
     forget();
     say("Logged out: this page no longer holds a token.", "ok");
@@ -329,6 +454,7 @@
       ? actionButton("Enable", "users", u.name, "enable")
       : actionButton("Disable", "users", u.name, "disable"));
     if (u.totp) actions.append(actionButton("Reset TOTP", "users", u.name, "totp-reset"));
+    actions.append(actionButton("Reset passkeys", "users", u.name, "passkeys-reset"));
     tr.append(cell(String(u.name), "name"), state, cell(u.totp ? "on" : "off", "totp"),
       cell(String(u.recoveryCodesLeft), "recoveryCodes"), cell(lockedText(u.lockedUntil), "locked"), actions);
     return tr;
@@ -395,10 +521,16 @@
     });
   }
 
+  // adminActionPath is the route of an admin view's button; the passkeys
+  // of a user are reset on the passkey routes.
+  function adminActionPath(kind, name, action) {
+    if (action === "passkeys-reset") return passkeyPath(name, "/reset");
+    return "/api/admin/" + kind + "/" + encodeURIComponent(name) + "/" + action;
+  }
+
   function onAdminAction(kind, name, action, label) {
     run($("admin-view"), label + " " + name, async () => {
-      const r = await api("POST", "/api/admin/" + kind + "/" + encodeURIComponent(name) + "/" + action,
-        { bearer: adminKey });
+      const r = await api("POST", adminActionPath(kind, name, action), { bearer: adminKey });
       await loadAdminPage(kind, adminPages[kind].after);
       say((kind === "users" ? "User " : "Host ") + name + ": " + (envelopeMessage(r) || action) + ".", "ok");
     });
@@ -441,6 +573,10 @@
   $("enroll-form").addEventListener("submit", onEnrollComplete);
   $("enroll-cancel").addEventListener("click", onEnrollCancel);
   $("logout").addEventListener("click", onLogout);
+  $("passkey-add-form").addEventListener("submit", onPasskeyAdd);
+  $("passkey-login-start").addEventListener("click", onPasskeyLogin);
+  $("code-prompt-passkey").addEventListener("click", onPasskeySecondFactor);
+  $("passkey-login").hidden = !passkeysSupported;
   $("whoami-refresh").addEventListener("click", (ev) => {
     run(ev.currentTarget.parentElement, "Refreshing the session", async () => {
       if (token === "") throw new Error("not logged in");

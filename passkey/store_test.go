@@ -1,0 +1,268 @@
+package passkey_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/passkey"
+)
+
+// TestStoreContract checks every Store the package ships against the
+// contract written on the interface.
+func TestStoreContract(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		for _, c := range []struct {
+			name string
+			run  func(t *testing.T, s passkey.Store)
+		}{
+			{"records", testRecords},
+			{"atomic updates", testAtomicUpdates},
+			{"challenges", testChallenges},
+			{"one take of a challenge", testConcurrentTakes},
+			{"cancellation", testCancellation},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				open, _ := b.fresh(t)
+				c.run(t, open(t))
+			})
+		}
+	})
+}
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func testRecord(user string, handle byte, keys ...string) passkey.Record {
+	r := passkey.Record{User: user, Handle: []byte{handle, 1, 2, 3}, Account: t0}
+	for i, k := range keys {
+		r.Passkeys = append(r.Passkeys, passkey.Passkey{
+			ID: []byte(k), Name: k, PublicKey: []byte{0xa5, byte(i)}, SignCount: uint32(i),
+			Transports: []string{"usb", "nfc"}, BackupEligible: true, CreatedAt: t0.Add(time.Duration(i) * time.Second),
+		})
+	}
+	return r
+}
+
+// sameRecord compares records, an empty list of passkeys as none.
+func sameRecord(a, b passkey.Record) bool {
+	if len(a.Passkeys) == 0 && len(b.Passkeys) == 0 {
+		a.Passkeys, b.Passkeys = nil, nil
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func testRecords(t *testing.T, s passkey.Store) {
+	ctx := context.Background()
+	if _, err := s.GetRecord(ctx, "alice"); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Fatalf("GetRecord of none: %v, want ErrNotFound", err)
+	}
+	alice := testRecord("alice", 1, "k1", "k2")
+	if err := s.CreateRecord(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]passkey.Record{"the same user": testRecord("alice", 9), "the same handle": testRecord("bob", 1)} {
+		if err := s.CreateRecord(ctx, r); !errors.Is(err, nmauth.ErrExists) {
+			t.Errorf("CreateRecord of %s: %v, want ErrExists", name, err)
+		}
+	}
+	got, err := s.GetRecord(ctx, "alice")
+	if err != nil || !sameRecord(got, alice) {
+		t.Fatalf("GetRecord = %+v, %v; want %+v", got, err, alice)
+	}
+	got.Passkeys[0].Name = "changed by the caller"
+	got.Handle[0] = 0xff
+	if again, _ := s.RecordByHandle(ctx, alice.Handle); !sameRecord(again, alice) {
+		t.Fatalf("RecordByHandle = %+v after the caller changed its copy; want %+v", again, alice)
+	}
+	if _, err := s.RecordByHandle(ctx, []byte{7}); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("RecordByHandle of none: %v, want ErrNotFound", err)
+	}
+
+	refusal := errors.New("refused by the callback")
+	err = s.UpdateRecord(ctx, "alice", func(r *passkey.Record) error {
+		r.Passkeys = nil
+		return refusal
+	})
+	if err != refusal {
+		t.Errorf("UpdateRecord with a failing callback: %v, want its error unchanged", err)
+	}
+	if got, _ := s.GetRecord(ctx, "alice"); !sameRecord(got, alice) {
+		t.Errorf("a failed update wrote %+v", got)
+	}
+	err = s.UpdateRecord(ctx, "alice", func(r *passkey.Record) error {
+		r.User = "mallory"
+		r.Passkeys[1].SignCount, r.Passkeys[1].LastUsedAt = 41, t0.Add(time.Hour)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice.Passkeys[1].SignCount, alice.Passkeys[1].LastUsedAt = 41, t0.Add(time.Hour)
+	if got, _ := s.GetRecord(ctx, "alice"); !sameRecord(got, alice) {
+		t.Errorf("after an update: %+v, want %+v", got, alice)
+	}
+	if _, err := s.GetRecord(ctx, "mallory"); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("an update moved the record: %v", err)
+	}
+	if err := s.UpdateRecord(ctx, "nobody", func(*passkey.Record) error { return nil }); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("UpdateRecord of none: %v, want ErrNotFound", err)
+	}
+
+	for range 2 {
+		if err := s.DeleteRecord(ctx, "alice"); err != nil {
+			t.Fatalf("DeleteRecord: %v", err)
+		}
+	}
+	if _, err := s.GetRecord(ctx, "alice"); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("after delete: %v, want ErrNotFound", err)
+	}
+	if err := s.CreateRecord(ctx, testRecord("bob", 1)); err != nil {
+		t.Errorf("the handle of a deleted record is not free: %v", err)
+	}
+}
+
+// testAtomicUpdates adds 30 passkeys to one record from 30 goroutines:
+// none may be lost.
+func testAtomicUpdates(t *testing.T, s passkey.Store) {
+	ctx := context.Background()
+	if err := s.CreateRecord(ctx, testRecord("alice", 1)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			errs <- s.UpdateRecord(ctx, "alice", func(r *passkey.Record) error {
+				r.Passkeys = append(r.Passkeys, passkey.Passkey{ID: fmt.Appendf(nil, "k%d", i), CreatedAt: t0})
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := s.GetRecord(ctx, "alice"); len(got.Passkeys) != n {
+		t.Errorf("%d passkeys after %d concurrent additions", len(got.Passkeys), n)
+	}
+}
+
+func testChallenges(t *testing.T, s passkey.Store) {
+	ctx := context.Background()
+	c := passkey.Challenge{Key: "k1", Flow: passkey.FlowRegister, User: "alice", Handle: []byte{1, 2}, Name: "laptop", Expires: t0.Add(time.Minute)}
+	if err := s.PutChallenge(ctx, c, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutChallenge(ctx, c, t0); !errors.Is(err, nmauth.ErrExists) {
+		t.Errorf("a challenge put twice: %v, want ErrExists", err)
+	}
+	got, err := s.TakeChallenge(ctx, "k1")
+	if err != nil || !reflect.DeepEqual(got, c) {
+		t.Fatalf("TakeChallenge = %+v, %v; want %+v", got, err, c)
+	}
+	if _, err := s.TakeChallenge(ctx, "k1"); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("a challenge taken twice: %v, want ErrNotFound", err)
+	}
+	// A put drops what expired before its now, and keeps the rest.
+	old := passkey.Challenge{Key: "old", Flow: passkey.FlowPasswordless, Expires: t0.Add(time.Minute)}
+	live := passkey.Challenge{Key: "live", Flow: passkey.FlowPasswordless, Expires: t0.Add(time.Hour)}
+	for _, c := range []passkey.Challenge{old, live} {
+		if err := s.PutChallenge(ctx, c, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutChallenge(ctx, passkey.Challenge{Key: "new", Flow: passkey.FlowSecondFactor, User: "bob", Expires: t0.Add(2 * time.Hour)}, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeChallenge(ctx, "old"); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("an expired challenge survived a later put: %v", err)
+	}
+	if _, err := s.TakeChallenge(ctx, "live"); err != nil {
+		t.Errorf("a live challenge was dropped: %v", err)
+	}
+}
+
+// testConcurrentTakes takes one challenge from 20 goroutines: exactly one
+// gets it.
+func testConcurrentTakes(t *testing.T, s passkey.Store) {
+	ctx := context.Background()
+	if err := s.PutChallenge(ctx, passkey.Challenge{Key: "k", Flow: passkey.FlowPasswordless, Expires: t0.Add(time.Hour)}, t0); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	got := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() {
+			_, err := s.TakeChallenge(ctx, "k")
+			got <- err
+		})
+	}
+	wg.Wait()
+	close(got)
+	taken := 0
+	for err := range got {
+		switch {
+		case err == nil:
+			taken++
+		case !errors.Is(err, nmauth.ErrNotFound):
+			t.Errorf("TakeChallenge: %v", err)
+		}
+	}
+	if taken != 1 {
+		t.Errorf("%d of 20 concurrent takes got the challenge, want 1", taken)
+	}
+}
+
+func testCancellation(t *testing.T, s passkey.Store) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.GetRecord(ctx, "alice"); err == nil || errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("GetRecord with a cancelled context: %v, want an error", err)
+	}
+	if err := s.CreateRecord(ctx, testRecord("alice", 1)); err == nil {
+		t.Error("CreateRecord with a cancelled context succeeded")
+	}
+	if _, err := s.TakeChallenge(ctx, "k"); err == nil || errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("TakeChallenge with a cancelled context: %v, want an error", err)
+	}
+}
+
+// TestSQLStoreSchema opens a database twice, refuses one whose schema is
+// newer than the package, and answers a record it cannot read as broken
+// data (500), not as a Store that is down.
+func TestSQLStoreSchema(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", nmauth.SQLiteDSN(filepath.Join(t.TempDir(), "passkeys.db")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := sqlStore(t, db, nmauth.DialectSQLite)
+	sqlStore(t, db, nmauth.DialectSQLite)
+	if _, err := db.Exec(`INSERT INTO nmauth_passkey_users (name, handle, account, passkeys) VALUES ('alice', x'01', 0, 'not json')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRecord(ctx, "alice"); !errors.Is(err, nmauth.ErrDataFault) {
+		t.Errorf("a broken record: %v, want ErrDataFault", err)
+	}
+	if _, err := db.Exec(`INSERT INTO nmauth_passkey_schema_version (version) VALUES (99)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := passkey.NewSQLStore(ctx, db, nmauth.DialectSQLite); err == nil {
+		t.Error("a schema newer than the package was opened")
+	}
+	if _, err := passkey.NewSQLStore(ctx, db, "oracle"); err == nil {
+		t.Error("an unknown dialect was accepted")
+	}
+}

@@ -1,0 +1,186 @@
+package nmauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// What an optional package (passkeys, single sign-on) needs of the
+// Authenticator to check a user its own way and then log the user in:
+// whether a pre-auth token may still be redeemed, its trade for a user
+// token on a proof the package checked, a user token for a user it vouches
+// for, what may be told of a user, its events, the reading of a request
+// body, and the user login's answer in the active wire profile. The Authenticator never imports such a
+// package; it asks about it only through [Config.SecondFactor].
+
+// The events of a second factor that the application checked itself and
+// traded with [Authenticator.RedeemPreAuth]. They stand beside
+// [EventTOTPVerified], [EventTOTPFailed] and [EventTOTPThrottled], and
+// count against the same backoff.
+const (
+	EventSecondFactorPassed    EventType = "second_factor.passed"
+	EventSecondFactorFailed    EventType = "second_factor.failed"
+	EventSecondFactorThrottled EventType = "second_factor.throttled"
+)
+
+// CheckPreAuth reports whether preAuthToken, from [Authenticator.LoginUser],
+// may still be redeemed by the user named username, and returns that name
+// as prepared (see [PrepareUsername]). It reads the Store and changes
+// nothing. It answers as the redemption would: [ErrUnauthenticated] for a
+// token that is not the one the user may redeem (forged, expired, used,
+// replaced by a later login, dead after too many failures, of a disabled
+// or revoked account), [ErrForbidden] for another user's token, and a
+// [*ThrottledError] while the user's second-factor backoff holds.
+//
+// An application checks it before it starts a second factor of its own,
+// such as a passkey challenge, so that only the holder of a live pre-auth
+// token can start one.
+func (a *Authenticator) CheckPreAuth(ctx context.Context, preAuthToken, username string) (string, error) {
+	c, name, err := a.preAuthClaims(preAuthToken, username)
+	if err != nil {
+		return "", err
+	}
+	u, err := a.store.GetUser(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		return "", ErrUnauthenticated
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := preAuthStanding(&u, c, a.now()); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// RedeemPreAuth trades preAuthToken for a user token on the outcome of a
+// second factor that the caller checked itself, such as a passkey
+// assertion: proof is nil when the factor held, else the reason it failed.
+// It is [Authenticator.VerifyTOTP] with the check made by the caller, under
+// the same rules and in one atomic update: the token must still stand (see
+// [Authenticator.CheckPreAuth]) and is redeemed once; a failure is counted
+// as a wrong code is, against the token, which dies after
+// [MaxTOTPFailuresPerToken] of them, and in the user's backoff, and is then
+// returned as it is. It emits [EventSecondFactorPassed],
+// [EventSecondFactorFailed] or [EventSecondFactorThrottled]. The user token
+// passed a second factor ([Principal.TOTP]).
+//
+// Call it only with the outcome of a check that ran: a fault that kept the
+// check from running, such as a store that did not answer, is no failure of
+// the user's.
+func (a *Authenticator) RedeemPreAuth(ctx context.Context, preAuthToken, username string, proof error) (UserLogin, error) {
+	c, name, err := a.preAuthClaims(preAuthToken, username)
+	if err != nil {
+		return UserLogin{}, err
+	}
+	out, _, err := a.redeemPreAuth(ctx, name, func(u *User, now time.Time) secondFactor {
+		if err := preAuthStanding(u, c, now); err != nil {
+			return standingRefusal(err, EventSecondFactorThrottled)
+		}
+		settleSecondFactor(u, proof == nil, now)
+		if proof != nil {
+			return secondFactor{failed: proof, event: EventSecondFactorFailed}
+		}
+		return secondFactor{event: EventSecondFactorPassed}
+	})
+	return out, err
+}
+
+// IssueUserToken mints a user token for the user named username, whom the
+// application vouches for after checking the user without a password: a
+// passwordless passkey login, say. secondFactor marks the token as having
+// passed a second factor ([Principal.TOTP]), for a check that is one, such
+// as a passkey with user verification. An unknown or disabled user is
+// [ErrInvalidCredentials]. It emits [EventLoginSucceeded] or
+// [EventLoginFailed].
+//
+// The token carries the generation the Store held when it was read, so a
+// revocation that happens meanwhile kills it as it kills every other token.
+func (a *Authenticator) IssueUserToken(ctx context.Context, username string, secondFactor bool) (UserLogin, error) {
+	name, err := PrepareUsername(username)
+	if err != nil {
+		return UserLogin{}, err
+	}
+	u, err := a.store.GetUser(ctx, name)
+	switch {
+	case errors.Is(err, ErrNotFound), err == nil && u.Disabled:
+		a.emit(ctx, Event{Type: EventLoginFailed, Kind: KindUser, Name: name})
+		return UserLogin{}, ErrInvalidCredentials
+	case err != nil:
+		return UserLogin{}, err
+	}
+	gen := u.State.Generation
+	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: secondFactor, issuedAt: a.now(), ttl: a.cfg.UserTokenTTL, generation: &gen})
+	if err != nil {
+		return UserLogin{}, err
+	}
+	a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: KindUser, Name: name})
+	return UserLogin{UserName: name, AuthToken: tok}, nil
+}
+
+// LookupUser returns what [Authenticator.ListUsers] tells of the user
+// named username, or [ErrNotFound].
+func (a *Authenticator) LookupUser(ctx context.Context, username string) (UserInfo, error) {
+	name, err := PrepareUsername(username)
+	if err != nil {
+		return UserInfo{}, err
+	}
+	u, err := a.store.GetUser(ctx, name)
+	if err != nil {
+		return UserInfo{}, err
+	}
+	return userInfo(u, a.now()), nil
+}
+
+// Emit passes an event of the application's own to [Config.OnEvent] as
+// the Authenticator passes its own, with the time and the client that ctx
+// names filled in, so that the events of an optional package stand in one
+// stream beside the Authenticator's.
+func (a *Authenticator) Emit(ctx context.Context, e Event) {
+	a.emit(ctx, e)
+}
+
+// WriteUserLogin answers a login made on an application's own route, such
+// as a passkey login, with the bytes of the handler's user login in the
+// active wire profile: in [WireSpec] the envelope with "response":
+// {"userName","authToken"}, in [WireNetmaker] {"UserName","AuthToken"} in
+// "Response", so a client that reads one reads the other.
+func (a *Authenticator) WriteUserLogin(w http.ResponseWriter, login UserLogin) {
+	a.writeAnswer(w, answerUserLogin, login)
+}
+
+// DecodeJSON reads the body of r into v, a pointer to a struct or a
+// [encoding/json.RawMessage], as the handler reads the bodies of its own
+// routes: application/json (else 415), at most [MaxBodyBytes] (else 413),
+// exactly one JSON value with no key given twice, also in another case
+// (else 400). Answer its error with [Authenticator.WriteError].
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return decodeJSON(w, r, v)
+}
+
+// askSecondFactor returns the admit step of a user's password login that
+// asks [Config.SecondFactor] about the user and sets *has to its answer,
+// or nil when there is no such hook.
+func (a *Authenticator) askSecondFactor(name string, has *bool) func(context.Context) error {
+	if a.cfg.SecondFactor == nil {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		u, err := a.store.GetUser(ctx, name)
+		if errors.Is(err, ErrNotFound) {
+			return nil // deleted since its password was checked: the grant refuses it
+		}
+		if err != nil {
+			return err
+		}
+		ok, err := a.cfg.SecondFactor(ctx, userInfo(u, a.now()))
+		if err != nil {
+			return fmt.Errorf("%w: second factor of %q: %w", ErrStoreUnavailable, name, err)
+		}
+		*has = ok
+		return nil
+	}
+}
