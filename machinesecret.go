@@ -32,6 +32,12 @@ import (
 //     an alphabet of both cases it is not nine tenths letters of one case
 //     (as root secrets are checked, see secretWeakness).
 //
+// A secret is measured by the smallest of those alphabets that holds it,
+// so a random one that happens to avoid a class of characters counts for
+// less: 22 base64 characters that are all lower case and digits (one time
+// in 300 000) measure 114 bits and keep argon2id. From 25 characters on,
+// no such chance brings a random base64 secret below 128 bits.
+//
 // Any other secret keeps argon2id. These checks refuse the patterns and
 // short strings a person types, not every phrase: a long run of words
 // without spaces can pass. Such a secret then loses only argon2id's

@@ -32,7 +32,7 @@ func TestMachineSecretsQualify(t *testing.T) {
 		"crypto/rand.Text (nmauthd host add)": rand.Text,
 		"32 hex digits":                       func() string { return hex.EncodeToString(randomBytes(16)) },
 		"32 upper-case hex digits":            func() string { return strings.ToUpper(hex.EncodeToString(randomBytes(16))) },
-		"base64 of 16 bytes, padded":          func() string { return base64.StdEncoding.EncodeToString(randomBytes(16)) },
+		"base64 of 25 bytes, padded":          func() string { return base64.StdEncoding.EncodeToString(randomBytes(25)) },
 		"base64url of 32 bytes":               func() string { return base64.RawURLEncoding.EncodeToString(randomBytes(32)) },
 		"lower-case base32 of 20 bytes":       func() string { return strings.ToLower(base32.StdEncoding.EncodeToString(randomBytes(20))) },
 	}
