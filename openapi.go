@@ -16,10 +16,10 @@ var (
 
 // OpenAPI returns the OpenAPI 3.1 document, in YAML, of the routes that
 // [Authenticator.Handler] serves in wire profile w, with every status they
-// answer, together with the routes of the nmauthd server (GET /api/whoami,
-// GET /healthz and GET /openapi.yaml). An application that serves the
-// handler can serve this document to its clients. Each call returns a
-// fresh copy.
+// answer, and of the routes of the passkey package, which an application
+// mounts beside it. An application that serves the handler can serve this
+// document to its clients, adding its own routes as nmauthd adds its own.
+// Each call returns a fresh copy.
 func OpenAPI(w WireProfile) []byte {
 	doc := openAPISpec
 	if w == WireNetmaker {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -174,4 +175,34 @@ func TestOpenAPINodeRoutes(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestOpenAPIDescribesTheHandler: the library's document of each profile
+// describes the routes the handler serves (and the passkey package's,
+// which an application mounts beside it), and none of nmauthd's own,
+// whose document nmauthd keeps.
+func TestOpenAPIDescribesTheHandler(t *testing.T) {
+	for _, wire := range []nmauth.WireProfile{nmauth.WireSpec, nmauth.WireNetmaker} {
+		var paths []string
+		for _, line := range strings.Split(string(nmauth.OpenAPI(wire)), "\n") {
+			if p, ok := strings.CutPrefix(line, "  /"); ok && strings.HasSuffix(p, ":") {
+				paths = append(paths, "/"+strings.TrimSuffix(p, ":"))
+			}
+		}
+		want := []string{"/api/hosts/adm/authenticate", "/api/users/adm/authenticate",
+			"/api/users/{username}/auth/init-totp", "/api/users/{username}/auth/complete-totp",
+			"/api/users/{username}/auth/verify-totp", "/api/nodes/{network}/authenticate"}
+		if wire == nmauth.WireNetmaker {
+			want = append(want, "/api/nodes/adm/{network}/authenticate")
+		}
+		var handler []string
+		for _, p := range paths {
+			if !strings.Contains(p, "/passkey") {
+				handler = append(handler, p)
+			}
+		}
+		if !slices.Equal(handler, want) {
+			t.Errorf("%s: the document's paths besides the passkey package's are\n%v\nwant the handler's\n%v", wire, handler, want)
+		}
+	}
 }

@@ -45,7 +45,7 @@ const (
 )
 
 func newMetrics(wire nmauth.WireProfile) (*metrics, error) {
-	routes, err := newRouteLabeler(nmauth.OpenAPI(wire))
+	routes, err := newRouteLabeler(openAPI(wire))
 	if err != nil {
 		return nil, err
 	}

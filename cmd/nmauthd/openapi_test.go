@@ -5,17 +5,25 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nmauth/nmauth"
 	"github.com/nmauth/nmauth/openapitest"
 )
 
+// checkers check exchanges against nmauthd's document of each profile,
+// each built once.
+var checkers = map[nmauth.WireProfile]func() (*openapitest.Checker, error){
+	nmauth.WireSpec:     sync.OnceValues(func() (*openapitest.Checker, error) { return openapitest.New(openAPI(nmauth.WireSpec)) }),
+	nmauth.WireNetmaker: sync.OnceValues(func() (*openapitest.Checker, error) { return openapitest.New(openAPI(nmauth.WireNetmaker)) }),
+}
+
 // checkOpenAPI fails the test when an exchange with a server answering in
-// profile wire departs from that profile's document.
+// profile wire departs from nmauthd's document of that profile.
 func checkOpenAPI(t *testing.T, wire nmauth.WireProfile, req *http.Request, sent []byte, r reply) {
 	t.Helper()
-	c, err := openapitest.ForProfile(wire)
+	c, err := checkers[wire]()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +51,7 @@ func TestOpenAPIServed(t *testing.T) {
 			srv := httptest.NewServer(newMux(newWireAuthenticator(t, wire), wire))
 			defer srv.Close()
 			r := callURL(t, wire, "GET", srv.URL+"/openapi.yaml", "", nil)
-			if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/yaml" || string(r.body) != string(nmauth.OpenAPI(wire)) {
+			if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/yaml" || string(r.body) != string(openAPI(wire)) {
 				t.Fatalf("GET /openapi.yaml: %d %q, %d bytes", r.status, r.header.Get("Content-Type"), len(r.body))
 			}
 			doc := string(r.body)
@@ -115,5 +123,28 @@ func TestOutsideTheHandlerTheEnvelope(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMergeOpenAPIRefusesAClash: nmauthd's part may add paths and
+// components, never redefine the library's.
+func TestMergeOpenAPIRefusesAClash(t *testing.T) {
+	base := []byte("openapi: 3.1.0\ninfo:\n  description: base\npaths:\n  /a:\n    get: {}\ncomponents:\n  schemas:\n    A: {type: string}\n")
+	for _, part := range []string{
+		"paths:\n  /a:\n    post: {}\n",
+		"components:\n  schemas:\n    A: {type: integer}\n",
+	} {
+		if _, err := mergeOpenAPI(base, []byte(part)); err == nil {
+			t.Errorf("merging %q: no error", part)
+		}
+	}
+	doc, err := mergeOpenAPI(base, []byte("info:\n  description: \" and more\"\npaths:\n  /b:\n    get: {}\ncomponents:\n  schemas:\n    B: {type: string}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\n  /a:", "\n  /b:", "\n    A:", "\n    B:", "base and more"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("merged document lacks %q:\n%s", want, doc)
+		}
 	}
 }

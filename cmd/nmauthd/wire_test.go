@@ -31,7 +31,7 @@ func nodeWalk(t *testing.T, dir string, env []string, db string) {
 	mustRun(t, dir, env, "host-password-1", "host", "add", nodeHost, "--network", "net-1", "--network", "net-2", "--db", db)
 	mustRun(t, dir, env, "host-password-2", "host", "add", otherHost, "--db", db)
 	d := startDaemon(t, dir, env, "--db", db, "--wire", "netmaker")
-	if r := d.call("GET", "/openapi.yaml", "", nil); string(r.body) != string(nmauth.OpenAPI(nmauth.WireNetmaker)) {
+	if r := d.call("GET", "/openapi.yaml", "", nil); string(r.body) != string(openAPI(nmauth.WireNetmaker)) {
 		t.Errorf("nmauthd serve --wire netmaker: GET /openapi.yaml is not the Netmaker document: %d, %d bytes", r.status, len(r.body))
 	}
 	for _, path := range []string{"/api/nodes/net-1/authenticate", "/api/nodes/adm/net-2/authenticate"} {
