@@ -92,7 +92,12 @@ func (a *Authenticator) DeleteUser(ctx context.Context, username string) error {
 		return err
 	}
 	defer a.status.forget(KindUser, name)
-	return a.store.DeleteUser(ctx, name)
+	if err := a.store.DeleteUser(ctx, name); err != nil {
+		return err
+	}
+	// The user's access tokens died with it (a user made again under the
+	// name starts at another generation); their records go too.
+	return a.deleteUserAccessTokens(ctx, name)
 }
 
 // updateUser applies change and revokes the user's tokens, moving the

@@ -30,6 +30,13 @@ const (
 	// EventHostMACRefused is such a login refused by
 	// [Config.RefuseMACChange].
 	EventHostMACRefused EventType = "host.mac_refused"
+	// EventAccessTokenCreated and EventAccessTokenRevoked name the user
+	// whose access token was made or revoked (all of them, for
+	// [Authenticator.DeleteAccessTokens]).
+	EventAccessTokenCreated EventType = "access_token.created"
+	EventAccessTokenRevoked EventType = "access_token.revoked"
+	// EventLoggedOut is a token revoked by [Authenticator.Logout].
+	EventLoggedOut EventType = "logout"
 )
 
 // Event is one audit record. It never holds a secret.

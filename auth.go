@@ -50,6 +50,17 @@ type Config struct {
 	// user who has TOTP on to enroll again. Defaults to 10 minutes.
 	ReenrollWindow time.Duration
 
+	// AccessTokenTTL is the lifetime of an access token made without an
+	// expiry. Defaults to 90 days.
+	AccessTokenTTL time.Duration
+	// MaxAccessTokenTTL is the longest lifetime an access token may be
+	// given. Defaults to 366 days, so that a token asked for a year from
+	// a client's clock fits.
+	MaxAccessTokenTTL time.Duration
+	// MaxAccessTokens bounds how many access tokens one user may hold.
+	// Defaults to 100.
+	MaxAccessTokens int
+
 	// PasswordHashConcurrency bounds how many password hashes run at
 	// once. Defaults to the number of CPUs.
 	PasswordHashConcurrency int
@@ -177,6 +188,11 @@ func (c *Config) setDefaults() {
 	def(&c.NodeTokenTTL, 15*time.Minute)
 	def(&c.EnrollmentTTL, 10*time.Minute)
 	def(&c.ReenrollWindow, 10*time.Minute)
+	def(&c.AccessTokenTTL, 90*24*time.Hour)
+	def(&c.MaxAccessTokenTTL, 366*24*time.Hour)
+	if c.MaxAccessTokens == 0 {
+		c.MaxAccessTokens = 100
+	}
 	def(&c.StatusCacheTTL, 2*time.Second)
 	def(&c.StoreTimeout, 3*time.Second)
 	if c.PasswordHashQueue == 0 {
@@ -214,6 +230,10 @@ const (
 	KindUser   PrincipalKind = "user"
 	KindHost   PrincipalKind = "host"
 	KindNode   PrincipalKind = "node"
+	// KindAccessToken is a personal access token of a user (see
+	// [Authenticator.CreateAccessToken]): Name is its user, TokenID its
+	// id, and its scope is in ReadOnly and [Principal.Networks].
+	KindAccessToken PrincipalKind = "access_token"
 )
 
 // Principal is the authenticated identity of a request. It travels in the
@@ -234,7 +254,16 @@ type Principal struct {
 	// IssuedAt and ExpiresAt bound the token; zero for the master key.
 	IssuedAt  time.Time `json:"issuedAt,omitzero"`
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// TokenID is the id of the token: a JWT's jti, an access token's id;
+	// empty for the master key.
+	TokenID string `json:"tokenId,omitempty"`
+	// ReadOnly marks an access token limited to reads (see
+	// [Principal.Permits]).
+	ReadOnly bool `json:"readOnly,omitempty"`
 
+	// networks is an access token's network scope, nil for every
+	// network. It is shared by the checks of one token and never changed.
+	networks *networkScope
 	// generation is the account generation the token was minted under;
 	// absent for the master key and for node tokens bound to no host.
 	generation generationClaim
@@ -269,6 +298,8 @@ type Authenticator struct {
 	hasher  *passwordHasher
 	tokens  *tokenCache
 	status  *statusCache[accountStatus]
+	// access keeps the access tokens; nil when the Store does not.
+	access  *guardedTokens
 	clients *clientLimiter
 	log     *slog.Logger
 }
@@ -279,7 +310,7 @@ func New(cfg Config) (*Authenticator, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	for _, d := range []time.Duration{cfg.UserTokenTTL, cfg.PreAuthTokenTTL, cfg.HostTokenTTL, cfg.NodeTokenTTL, cfg.EnrollmentTTL, cfg.ReenrollWindow, cfg.StoreTimeout} {
+	for _, d := range []time.Duration{cfg.UserTokenTTL, cfg.PreAuthTokenTTL, cfg.HostTokenTTL, cfg.NodeTokenTTL, cfg.EnrollmentTTL, cfg.ReenrollWindow, cfg.StoreTimeout, cfg.AccessTokenTTL, cfg.MaxAccessTokenTTL} {
 		if d < 0 {
 			return nil, errors.New("nmauth: Config lifetimes must be positive")
 		}
@@ -300,6 +331,11 @@ func New(cfg Config) (*Authenticator, error) {
 	// Every Store call, the bearer check's included, goes through the
 	// guard: under the deadline, its failures answered as the server's.
 	store := newGuardedStore(cfg)
+	access := store.accessTokens()
+	var accessStore AccessTokenStore
+	if access != nil {
+		accessStore = access
+	}
 	a := &Authenticator{
 		cfg:     cfg,
 		store:   store,
@@ -309,7 +345,8 @@ func New(cfg Config) (*Authenticator, error) {
 		preAuth: newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
 		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),
 		tokens:  newTokenCache(cfg.TokenCacheSize),
-		status:  newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store)),
+		status:  newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store, accessStore)),
+		access:  access,
 		clients: newClientLimiter(cfg),
 		log:     cfg.Logger,
 	}

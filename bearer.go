@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,10 +16,12 @@ import (
 	"github.com/maypok86/otter/v2/stats"
 )
 
-// CheckBearer checks one bearer credential: the master key, or a user, host
-// or node token this Authenticator issued. A pre-auth token is refused here.
+// CheckBearer checks one bearer credential: the master key, a user, host
+// or node token this Authenticator issued, or an access token it made
+// ([Authenticator.CreateAccessToken]). A pre-auth token is refused here.
 // A user or host token is refused once its account is deleted, disabled or
-// revoked.
+// revoked, or once it was logged out ([Authenticator.Logout]); an access
+// token also once it is deleted.
 func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Principal, error) {
 	if credential == "" {
 		return Principal{}, ErrUnauthenticated
@@ -31,11 +34,10 @@ func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Pri
 			a.emit(ctx, Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
 			return Principal{Kind: KindMaster}, nil
 		}
-		p, err := a.parseBearer(credential)
-		if err != nil {
+		var err error
+		if e, err = a.newTokenEntry(ctx, credential, now); err != nil {
 			return Principal{}, err
 		}
-		e = &tokenEntry{p: p, signature: signature(credential), account: a.status.ref(accountOf(p))}
 		a.tokens.put(key, e, now)
 	}
 	// The status cache's hits are the token cache's, corrected here off
@@ -53,6 +55,26 @@ func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Pri
 	return e.p, nil
 }
 
+// newTokenEntry verifies a token the cache did not hold and returns its
+// entry.
+func (a *Authenticator) newTokenEntry(ctx context.Context, credential string, now time.Time) (*tokenEntry, error) {
+	var p Principal
+	var err error
+	if strings.HasPrefix(credential, AccessTokenPrefix) {
+		p, err = a.parseAccessToken(ctx, credential, now)
+	} else {
+		p, err = a.parseBearer(credential)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := &tokenEntry{p: p, signature: signature(credential), account: a.status.ref(accountOf(p))}
+	if p.Kind == KindAccessToken {
+		e.token = a.status.ref(&accountKey{kind: KindAccessToken, name: p.TokenID})
+	}
+	return e, nil
+}
+
 func (a *Authenticator) parseBearer(token string) (Principal, error) {
 	c, kind, err := a.bearer.verify(token)
 	if err != nil {
@@ -65,6 +87,7 @@ func (a *Authenticator) parseBearer(token string) (Principal, error) {
 		TOTP:       c.TOTP,
 		IssuedAt:   c.IssuedAt.Time,
 		ExpiresAt:  c.ExpiresAt.Time,
+		TokenID:    c.ID,
 		generation: c.Generation,
 	}, nil
 }
@@ -75,7 +98,7 @@ func (a *Authenticator) parseBearer(token string) (Principal, error) {
 // [Authenticator.IssueNodeToken], which [Config.NodeTokenValid] decides.
 func accountOf(p Principal) *accountKey {
 	switch {
-	case p.Kind == KindUser:
+	case p.Kind == KindUser, p.Kind == KindAccessToken:
 		return &accountKey{kind: KindUser, name: p.Name}
 	case p.Kind == KindHost, p.Kind == KindNode && p.generation.present:
 		return &accountKey{kind: KindHost, name: p.Name}
@@ -84,7 +107,8 @@ func accountOf(p Principal) *accountKey {
 }
 
 // checkStanding refuses a token whose user or host is gone, disabled, or
-// at another generation than the one the token was minted under. A node
+// at another generation than the one the token was minted under, a token
+// logged out, and an access token deleted. A node
 // token minted by [Authenticator.LoginNode] stands or falls with its host;
 // one minted by [Authenticator.IssueNodeToken] by [Config.NodeTokenValid].
 func (a *Authenticator) checkStanding(ctx context.Context, e *tokenEntry, now time.Time) error {
@@ -98,9 +122,21 @@ func (a *Authenticator) checkStanding(ctx context.Context, e *tokenEntry, now ti
 	if err != nil {
 		return err
 	}
-	if !st.admits(e.p) {
+	if !st.admits(&e.p) {
 		return ErrUnauthenticated
 	}
+	if e.token == nil {
+		return nil
+	}
+	// A second call of standing, which the token cache's hits leave out.
+	a.status.countCorrection(false)
+	if st, err = a.status.standing(ctx, e.token, now); err != nil {
+		return err
+	}
+	if !st.active {
+		return ErrUnauthenticated
+	}
+	a.noteUse(e.token, now)
 	return nil
 }
 
@@ -133,10 +169,19 @@ type tokenEntry struct {
 	p         Principal
 	signature string
 	account   *accountRef[accountStatus]
+	// token is an access token's own standing: whether it is still in
+	// the Store. Nil for every other kind.
+	token *accountRef[accountStatus]
 }
 
-// signature is the last part of a compact JWS, its signature.
+// signature is the part of a token that a cache hit must bring: the last
+// part of a compact JWS, its signature; an access token's check, the
+// keyed digest of its id and secret. Neither is enough to rebuild the
+// token.
 func signature(token string) string {
+	if strings.HasPrefix(token, AccessTokenPrefix) {
+		return token[strings.LastIndexByte(token, '_')+1:]
+	}
 	return token[strings.LastIndexByte(token, '.')+1:]
 }
 
@@ -281,17 +326,22 @@ func (k *doorkeeper) admit(key uint64) bool {
 type accountStatus struct {
 	active     bool
 	generation uint64
+	// loggedOut holds the ids of the user's tokens revoked by a logout
+	// that have not expired yet.
+	loggedOut []string
 }
 
 // admits reports whether an account in this standing accepts p's token:
-// one minted under the account's current generation.
-func (st accountStatus) admits(p Principal) bool {
-	return st.active && p.generation.present && p.generation.value == st.generation
+// one minted under the account's current generation and not logged out.
+func (st *accountStatus) admits(p *Principal) bool {
+	return st.active && p.generation.present && p.generation.value == st.generation &&
+		(len(st.loggedOut) == 0 || !slices.Contains(st.loggedOut, p.TokenID))
 }
 
-// loadStatus returns the function that reads an account's standing from s.
-// A missing account is one in no standing, not an error.
-func loadStatus(s Store) func(context.Context, accountKey) (accountStatus, error) {
+// loadStatus returns the function that reads an account's standing from s,
+// or an access token's (active while it is stored) from tokens. A missing
+// account or token is one in no standing, not an error.
+func loadStatus(s Store, tokens AccessTokenStore) func(context.Context, accountKey) (accountStatus, error) {
 	return func(ctx context.Context, k accountKey) (accountStatus, error) {
 		var st accountStatus
 		var err error
@@ -299,7 +349,13 @@ func loadStatus(s Store) func(context.Context, accountKey) (accountStatus, error
 		case KindUser:
 			var u User
 			u, err = s.GetUser(ctx, k.name)
-			st = accountStatus{active: !u.Disabled, generation: u.State.Generation}
+			st = accountStatus{active: !u.Disabled, generation: u.State.Generation, loggedOut: loggedOutIDs(u.State.LoggedOut)}
+		case KindAccessToken:
+			if tokens == nil {
+				return st, nil
+			}
+			_, err = tokens.GetAccessToken(ctx, k.name)
+			st.active = err == nil
 		case KindHost:
 			var h Host
 			h, err = s.GetHost(ctx, k.name)
@@ -340,6 +396,9 @@ type accountRef[V any] struct {
 	key   accountKey
 	epoch *atomic.Uint64
 	cur   atomic.Pointer[statusEntry[V]]
+	// touched is when an access token's use was last recorded, in Unix
+	// nanoseconds (see noteUse).
+	touched atomic.Int64
 }
 
 // statusCache keeps what the bearer check read of each account's standing
@@ -419,22 +478,25 @@ func (c *statusCache[V]) ref(k *accountKey) *accountRef[V] {
 }
 
 // standing returns what r holds of its account's standing, reading the
-// Store when r holds nothing it may still trust at now.
-func (c *statusCache[V]) standing(ctx context.Context, r *accountRef[V], now time.Time) (V, error) {
+// Store when r holds nothing it may still trust at now. The caller must
+// not change what it points to.
+func (c *statusCache[V]) standing(ctx context.Context, r *accountRef[V], now time.Time) (*V, error) {
 	if c.c == nil {
-		return c.load(ctx, r.key)
+		v, err := c.load(ctx, r.key)
+		return &v, err
 	}
 	epoch := r.epoch.Load()
 	if e := r.cur.Load(); e != nil && e.epoch == epoch && !now.Before(e.fetched) && now.Before(e.until) {
-		return e.v, nil
+		return &e.v, nil
 	}
 	c.misses.Add(1)
 	v, err := c.load(ctx, r.key)
 	if err != nil {
-		return v, err
+		return nil, err
 	}
-	r.cur.Store(&statusEntry[V]{v: v, fetched: now, until: now.Add(c.lifetime()), epoch: epoch})
-	return v, nil
+	e := &statusEntry[V]{v: v, fetched: now, until: now.Add(c.lifetime()), epoch: epoch}
+	r.cur.Store(e)
+	return &e.v, nil
 }
 
 // lifetime is a random time between half the TTL and the TTL.

@@ -108,7 +108,7 @@ func benchAuth(tb testing.TB, store Store, tweak func(*Config)) *Authenticator {
 // benchCredentials are one bearer credential of each kind, valid for the
 // Authenticators of benchBearer.
 type benchCredentials struct {
-	user, host, node, master, forged string
+	user, access, host, node, master, forged string
 }
 
 // benchBearer returns two Authenticators over one store and root secret,
@@ -141,8 +141,13 @@ func benchBearer(tb testing.TB) (warm, cold *Authenticator, creds benchCredentia
 	if err != nil {
 		tb.Fatal(err)
 	}
+	access, err := warm.CreateAccessToken(ctx, Principal{Kind: KindMaster}, AccessTokenRequest{Name: "bench", UserName: benchUser})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return warm, cold, benchCredentials{
 		user:   login.AuthToken,
+		access: access.Token,
 		host:   host,
 		node:   node,
 		master: benchMasterKey,
@@ -183,6 +188,7 @@ func BenchmarkCheckBearer(b *testing.B) {
 		wantErr          bool
 	}{
 		{"user", creds.user, false},
+		{"access", creds.access, false},
 		{"host", creds.host, false},
 		{"node", creds.node, false},
 		{"master", creds.master, false},

@@ -72,37 +72,56 @@ type TOTPRequest struct {
 //	POST /api/users/{username}/auth/verify-totp    (pre-auth token)
 //	POST /api/nodes/{network}/authenticate
 //	POST /api/nodes/adm/{network}/authenticate     (WireNetmaker only)
+//	POST /api/v1/users/access_token                 (bearer)
+//	GET /api/v1/users/access_token?username=U       (bearer)
+//	DELETE /api/v1/users/access_token?id=ID         (bearer; or ?username=U for all)
+//	POST /api/v1/users/logout                       (bearer)
+//
+// The access-token routes are served when the Store keeps access tokens
+// (see [AccessTokenStore]); see [Authenticator.CreateAccessToken] and
+// [Authenticator.Logout] for who may do what.
 //
 // Mount it on the application's mux at "/api/" (its more specific routes
 // still win), or under a prefix with [http.StripPrefix]. [Config.Wire]
 // chooses the bytes of every answer.
 func (a *Authenticator) Handler() http.Handler {
-	type route struct {
-		path    string
-		handler http.Handler
-	}
 	routes := []route{
-		{"/api/hosts/adm/authenticate", a.Limit(a.serveHostLogin(answerHostLogin))},
-		{"/api/users/adm/authenticate", a.Limit(http.HandlerFunc(a.serveUserLogin))},
-		{"/api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP))},
-		{"/api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP))},
-		{"/api/users/{username}/auth/verify-totp", a.Limit(http.HandlerFunc(a.serveVerifyTOTP))},
+		{http.MethodPost, "/api/hosts/adm/authenticate", a.Limit(a.serveHostLogin(answerHostLogin))},
+		{http.MethodPost, "/api/users/adm/authenticate", a.Limit(http.HandlerFunc(a.serveUserLogin))},
+		{http.MethodPost, "/api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP))},
+		{http.MethodPost, "/api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP))},
+		{http.MethodPost, "/api/users/{username}/auth/verify-totp", a.Limit(http.HandlerFunc(a.serveVerifyTOTP))},
 	}
 	for _, path := range a.nodeLoginPaths() {
-		routes = append(routes, route{path, a.Limit(a.serveHostLogin(answerNodeLogin))})
+		routes = append(routes, route{http.MethodPost, path, a.Limit(a.serveHostLogin(answerNodeLogin))})
+	}
+	if a.access != nil {
+		routes = append(routes, a.accessTokenRoutes()...)
+	} else {
+		routes = append(routes, a.logoutRoute())
 	}
 	mux := http.NewServeMux()
 	// Every answer is the envelope, also for a wrong method or path.
-	wrongMethod := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", http.MethodPost)
-		a.WriteError(w, r, errMethod)
-	})
+	allowed := map[string][]string{}
 	for _, rt := range routes {
-		mux.Handle("POST "+rt.path, rt.handler)
-		mux.Handle(rt.path, wrongMethod)
+		mux.Handle(rt.method+" "+rt.path, rt.handler)
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	for path, methods := range allowed {
+		allow := strings.Join(methods, ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			a.WriteError(w, r, errMethod)
+		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { a.WriteError(w, r, errNoRoute) })
 	return mux
+}
+
+// route is one route of the handler.
+type route struct {
+	method, path string
+	handler      http.Handler
 }
 
 // Limit applies the per-client attempt limit of the login routes
@@ -401,6 +420,7 @@ func decodeError(err error) error {
 // sees. Anything it does not know is a 500 with a generic message.
 func errorStatus(err error) (int, string) {
 	var field *fieldError
+	var badRequest requestError
 	switch {
 	case errors.Is(err, errContentType):
 		return http.StatusUnsupportedMediaType, "content type must be application/json"
@@ -438,8 +458,16 @@ func errorStatus(err error) (int, string) {
 		return http.StatusBadRequest, "invalid host id or MAC address"
 	case errors.Is(err, ErrInvalidNetwork):
 		return http.StatusBadRequest, "invalid network"
+	case errors.Is(err, errNoAccessToken):
+		return http.StatusNotFound, "access token not found"
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound, "user not found"
+	case errors.As(err, &badRequest):
+		return http.StatusBadRequest, string(badRequest)
+	case errors.Is(err, ErrTooManyAccessTokens):
+		return http.StatusConflict, "too many access tokens for this user"
+	case errors.Is(err, ErrAccessTokensOff):
+		return http.StatusNotImplemented, "access tokens are not kept by this server's store"
 	case errors.Is(err, ErrThrottled):
 		return http.StatusTooManyRequests, "too many attempts, try again later"
 	case errors.Is(err, ErrOverloaded):

@@ -195,6 +195,7 @@ func TestOpenAPIDescribesTheHandler(t *testing.T) {
 		if wire == nmauth.WireNetmaker {
 			want = append(want, "/api/nodes/adm/{network}/authenticate")
 		}
+		want = append(want, "/api/v1/users/access_token", "/api/v1/users/logout")
 		var handler []string
 		for _, p := range paths {
 			if !strings.Contains(p, "/passkey") {

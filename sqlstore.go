@@ -498,6 +498,26 @@ var sqlMigrations = []func(Dialect) []string{
 	check_value TEXT NOT NULL
 )`)
 	},
+	// Version 4: access tokens, and the user tokens a logout revoked.
+	func(Dialect) []string {
+		return []string{
+			"ALTER TABLE nmauth_users ADD COLUMN logged_out TEXT NOT NULL DEFAULT '[]'",
+			`CREATE TABLE nmauth_access_tokens (
+	id TEXT NOT NULL PRIMARY KEY,
+	user_name TEXT NOT NULL,
+	name TEXT NOT NULL,
+	digest TEXT NOT NULL,
+	read_only BOOLEAN NOT NULL,
+	networks TEXT NOT NULL,
+	generation BIGINT NOT NULL,
+	created_by TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	expires_at BIGINT NOT NULL,
+	last_used BIGINT NOT NULL
+)`,
+			"CREATE INDEX nmauth_access_tokens_user ON nmauth_access_tokens (user_name)",
+		}
+	},
 }
 
 // The column lists put the key first; userArgs, hostArgs, scanUser and
@@ -508,7 +528,7 @@ var (
 		"totp_secret", "totp_last_step", "totp_failures", "totp_blocked_until",
 		"preauth_id", "preauth_failures", "recovery_codes",
 		"password_failures", "password_blocked_until", "password_clients",
-		"generation", "created_at",
+		"generation", "created_at", "logged_out",
 	}
 	sqlHostColumns = []string{
 		"id", "mac_address", "password_hash", "disabled",
@@ -614,6 +634,10 @@ func userArgs(u User) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	loggedOut, err := encodeList(u.State.LoggedOut, "logged-out tokens")
+	if err != nil {
+		return nil, err
+	}
 	var secret any // NULL unless there is a secret
 	if len(u.TOTPSecret) > 0 {
 		secret = u.TOTPSecret
@@ -623,31 +647,39 @@ func userArgs(u User) ([]any, error) {
 		secret, u.State.TOTPLastStep, u.State.TOTPFailures, times[0],
 		u.State.PreAuthID, u.State.PreAuthFailures, string(codes),
 		u.State.PasswordFailures, times[1], clients,
-		int64(u.State.Generation), times[2],
+		int64(u.State.Generation), times[2], loggedOut,
 	}, nil
 }
 
 // encodeClients writes the per-client failures as JSON, "[]" for none.
 func encodeClients(cs []ClientFailures) (string, error) {
-	if cs == nil {
-		cs = []ClientFailures{}
+	return encodeList(cs, "client failures")
+}
+
+func decodeClients(s string) ([]ClientFailures, error) { return decodeList[ClientFailures](s) }
+
+// encodeList writes a list column as JSON, "[]" for none.
+func encodeList[T any](vs []T, what string) (string, error) {
+	if vs == nil {
+		vs = []T{}
 	}
-	b, err := json.Marshal(cs)
+	b, err := json.Marshal(vs)
 	if err != nil {
-		return "", wrapSQL("encode client failures", err)
+		return "", wrapSQL("encode "+what, err)
 	}
 	return string(b), nil
 }
 
-func decodeClients(s string) ([]ClientFailures, error) {
-	var cs []ClientFailures
-	if err := json.Unmarshal([]byte(s), &cs); err != nil {
+// decodeList reads a list column, nil for none.
+func decodeList[T any](s string) ([]T, error) {
+	var vs []T
+	if err := json.Unmarshal([]byte(s), &vs); err != nil {
 		return nil, err
 	}
-	if len(cs) == 0 {
+	if len(vs) == 0 {
 		return nil, nil
 	}
-	return cs, nil
+	return vs, nil
 }
 
 // hostArgs returns h's column values in the order of sqlHostColumns.
@@ -675,7 +707,7 @@ type rowScanner interface {
 func scanUser(row rowScanner) (User, error) {
 	var (
 		u                                 User
-		codes, clients                    string
+		codes, clients, loggedOut         string
 		totpBlocked, pwBlocked, gen, made int64
 	)
 	err := row.Scan(
@@ -683,7 +715,7 @@ func scanUser(row rowScanner) (User, error) {
 		&u.TOTPSecret, &u.State.TOTPLastStep, &u.State.TOTPFailures, &totpBlocked,
 		&u.State.PreAuthID, &u.State.PreAuthFailures, &codes,
 		&u.State.PasswordFailures, &pwBlocked, &clients,
-		&gen, &made,
+		&gen, &made, &loggedOut,
 	)
 	if err != nil {
 		return User{}, err
@@ -693,6 +725,9 @@ func scanUser(row rowScanner) (User, error) {
 	}
 	if u.State.PasswordClients, err = decodeClients(clients); err != nil {
 		return User{}, fmt.Errorf("decode client failures of %q: %w", u.Name, err)
+	}
+	if u.State.LoggedOut, err = decodeList[LoggedOutToken](loggedOut); err != nil {
+		return User{}, fmt.Errorf("decode logged-out tokens of %q: %w", u.Name, err)
 	}
 	u.State.TOTPBlockedUntil = decodeTime(totpBlocked)
 	u.State.PasswordBlockedUntil = decodeTime(pwBlocked)

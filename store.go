@@ -58,6 +58,17 @@ type UserState struct {
 	PreAuthID string
 	// PreAuthFailures counts wrong codes sent with PreAuthID.
 	PreAuthFailures int
+	// LoggedOut holds the user tokens revoked by a logout until they
+	// would have expired (see [Authenticator.Logout]).
+	LoggedOut []LoggedOutToken
+}
+
+// LoggedOutToken is one user token revoked by a logout.
+type LoggedOutToken struct {
+	// ID is the token's jti.
+	ID string `json:"i"`
+	// Until is when the token expires; past it the entry can go.
+	Until time.Time `json:"u"`
 }
 
 // AccountState is the state that users and hosts alike keep for nmauth:
@@ -169,6 +180,7 @@ type MemoryStore struct {
 	users  map[string]User
 	hosts  map[string]Host
 	checks map[string]string
+	access map[string]AccessToken
 	// userKeys and hostKeys are the keys in byte order, for paging; they
 	// are sorted again only by the first page read after a create or a
 	// delete, so that walking a large store sorts it once.
@@ -351,6 +363,7 @@ func cloneUser(u User) User {
 	u.TOTPSecret = slices.Clone(u.TOTPSecret)
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
 	u.State.PasswordClients = slices.Clone(u.State.PasswordClients)
+	u.State.LoggedOut = slices.Clone(u.State.LoggedOut)
 	return u
 }
 

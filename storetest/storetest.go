@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) nmauth.Store) {
 		{"ConcurrentCreate", testConcurrentCreate},
 		{"CancelledUser", testCancelledUser},
 		{"CancelledHost", testCancelledHost},
+		{"AccessTokens", testAccessTokens},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
@@ -93,6 +94,10 @@ func fullUser(name string) nmauth.User {
 			TOTPBlockedUntil: time.Date(2031, 1, 2, 3, 4, 5, 123456789, zone),
 			PreAuthID:        "0f5c2a9e-preauth",
 			PreAuthFailures:  2,
+			LoggedOut: []nmauth.LoggedOutToken{
+				{ID: "jti-one", Until: time.Date(2030, 3, 4, 5, 6, 7, 8, zone)},
+				{ID: "jti-two", Until: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)},
+			},
 		},
 	}
 }
@@ -812,6 +817,11 @@ func userDiff(got, want nmauth.User) []string {
 	d = diffClients(d, got.State.PasswordClients, want.State.PasswordClients)
 	d = diff(d, "Generation", got.State.Generation, want.State.Generation)
 	d = diffTime(d, "CreatedAt", got.CreatedAt, want.CreatedAt)
+	if !slices.EqualFunc(got.State.LoggedOut, want.State.LoggedOut, func(g, w nmauth.LoggedOutToken) bool {
+		return g.ID == w.ID && g.Until.Equal(w.Until)
+	}) {
+		d = append(d, fmt.Sprintf("LoggedOut = %+v, want %+v", got.State.LoggedOut, want.State.LoggedOut))
+	}
 	return d
 }
 

@@ -1,0 +1,390 @@
+package nmauth
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// AccessTokenPrefix begins every access token, so that secret scanners and
+// people tell one at a glance. The whole token is
+//
+//	nmauth_at_<id>_<secret>_<check>
+//
+// in upper-case base32: an id of 16 characters (80 bits), a secret of 26
+// (128 bits, drawn from [Config.Rand]), and a check of 26, the first 128
+// bits of the keyed digest of id and secret. The check lets a replica
+// refuse a made-up token without reading the Store; only the Store's
+// digest, compared in constant time, accepts one.
+const AccessTokenPrefix = "nmauth_at_"
+
+const (
+	accessIDBytes     = 10
+	accessSecretBytes = 16
+	accessCheckBytes  = 16
+	// accessTokenLen is the length of every access token.
+	accessTokenLen = len(AccessTokenPrefix) + 16 + 1 + 26 + 1 + 26
+	// maxAccessTokenName bounds a token's label, in characters.
+	maxAccessTokenName = 64
+	// maxTokenNetworks bounds the networks of one token's scope.
+	maxTokenNetworks = 64
+	// touchEvery is how often at most a replica records a token's use.
+	touchEvery = time.Minute
+)
+
+var accessEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// Errors of the access-token methods, each a 4xx over HTTP.
+var (
+	// ErrAccessTokensOff is returned when the Store keeps no access
+	// tokens (see [AccessTokenStore]); 501 over HTTP.
+	ErrAccessTokensOff = errors.New("nmauth: this store keeps no access tokens")
+	// ErrTooManyAccessTokens is returned when a user already has
+	// [Config.MaxAccessTokens] tokens; 409 over HTTP.
+	ErrTooManyAccessTokens = errors.New("nmauth: too many access tokens for this user")
+	// errNoAccessToken is an id that names no token; 404 over HTTP.
+	errNoAccessToken = fmt.Errorf("%w: access token", ErrNotFound)
+)
+
+// requestError is a request whose content is wrong in a way the client
+// can fix: 400 over HTTP, with its text as the message.
+type requestError string
+
+func (e requestError) Error() string { return "nmauth: " + string(e) }
+
+// AccessTokenRequest describes an access token to create.
+type AccessTokenRequest struct {
+	// Name labels the token in lists: 1 to 64 printable characters.
+	Name string
+	// UserName is the user the token acts for.
+	UserName string
+	// ExpiresAt is when the token dies: in the future, and no later than
+	// [Config.MaxAccessTokenTTL] from now. Zero means
+	// [Config.AccessTokenTTL] from now.
+	ExpiresAt time.Time
+	// ReadOnly limits the token to reads: [Principal.Permits] refuses it
+	// every request but GET, HEAD and OPTIONS.
+	ReadOnly bool
+	// Networks, when not empty, limits the token to routes of those
+	// networks (see [Principal.Permits]).
+	Networks []string
+}
+
+// AccessTokenInfo is what a list shows of an access token: everything but
+// its secret.
+type AccessTokenInfo struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	UserName  string    `json:"userName"`
+	ReadOnly  bool      `json:"readOnly"`
+	Networks  []string  `json:"networks,omitempty"`
+	CreatedBy string    `json:"createdBy"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	LastUsed  time.Time `json:"lastUsed,omitzero"`
+}
+
+// NewAccessToken is a token just created: the only time its secret is
+// shown.
+type NewAccessToken struct {
+	AccessTokenInfo
+	// Token is the bearer credential.
+	Token string `json:"authToken"`
+}
+
+func accessTokenInfo(t AccessToken) AccessTokenInfo {
+	return AccessTokenInfo{
+		ID: t.ID, Name: t.Name, UserName: t.UserName, ReadOnly: t.ReadOnly,
+		Networks: slices.Clone(t.Networks), CreatedBy: t.CreatedBy,
+		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, LastUsed: t.LastUsed,
+	}
+}
+
+// CreateAccessToken makes a personal access token for req.UserName, on
+// behalf of p: the master key for any user, or the user itself with a
+// user token. Another user, and an access token, get [ErrForbidden]: no
+// token makes another, so none can widen its own scope. The token carries
+// the user's current generation, so it dies with the user's other tokens
+// when the user is disabled, deleted, or has its password changed or its
+// tokens revoked.
+func (a *Authenticator) CreateAccessToken(ctx context.Context, p Principal, req AccessTokenRequest) (NewAccessToken, error) {
+	if a.access == nil {
+		return NewAccessToken{}, ErrAccessTokensOff
+	}
+	name, err := PrepareUsername(req.UserName)
+	if err != nil {
+		return NewAccessToken{}, err
+	}
+	if !p.IsMaster() && (p.Kind != KindUser || p.Name != name) {
+		return NewAccessToken{}, ErrForbidden
+	}
+	now := a.now()
+	t, err := a.newAccessTokenRecord(req, now)
+	if err != nil {
+		return NewAccessToken{}, err
+	}
+	t.UserName, t.CreatedBy = name, p.Name
+	u, err := a.store.GetUser(ctx, name)
+	if err != nil {
+		return NewAccessToken{}, err
+	}
+	if u.Disabled {
+		return NewAccessToken{}, ErrForbidden
+	}
+	t.Generation = u.State.Generation
+	held, err := a.access.ListAccessTokens(ctx, name)
+	if err != nil {
+		return NewAccessToken{}, err
+	}
+	if len(held) >= a.cfg.MaxAccessTokens {
+		return NewAccessToken{}, ErrTooManyAccessTokens
+	}
+	token, err := a.mintAccessToken(&t)
+	if err != nil {
+		return NewAccessToken{}, err
+	}
+	if err := a.access.CreateAccessToken(ctx, t); err != nil {
+		return NewAccessToken{}, err
+	}
+	a.emit(ctx, Event{Type: EventAccessTokenCreated, Kind: KindUser, Name: name})
+	return NewAccessToken{AccessTokenInfo: accessTokenInfo(t), Token: token}, nil
+}
+
+// newAccessTokenRecord checks req's name, expiry and scope, and returns
+// the record they make.
+func (a *Authenticator) newAccessTokenRecord(req AccessTokenRequest, now time.Time) (AccessToken, error) {
+	n := utf8.RuneCountInString(req.Name)
+	if n == 0 || n > maxAccessTokenName || !utf8.ValidString(req.Name) ||
+		strings.ContainsFunc(req.Name, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return AccessToken{}, requestError("name must be 1 to 64 printable characters")
+	}
+	expires := req.ExpiresAt
+	if expires.IsZero() {
+		expires = now.Add(a.cfg.AccessTokenTTL)
+	}
+	if !expires.After(now.Add(time.Minute)) || expires.After(now.Add(a.cfg.MaxAccessTokenTTL)) {
+		return AccessToken{}, requestError(fmt.Sprintf("expires_at must be between a minute and %s from now", a.cfg.MaxAccessTokenTTL))
+	}
+	if len(req.Networks) > maxTokenNetworks {
+		return AccessToken{}, requestError("too many networks")
+	}
+	for _, n := range req.Networks {
+		if !validNetwork(n) {
+			return AccessToken{}, ErrInvalidNetwork
+		}
+	}
+	networks := slices.Compact(slices.Sorted(slices.Values(req.Networks)))
+	return AccessToken{
+		Name: req.Name, ReadOnly: req.ReadOnly, Networks: networks,
+		CreatedAt: now, ExpiresAt: expires.Truncate(time.Second),
+	}, nil
+}
+
+// mintAccessToken draws t's id and secret, sets its digest, and returns
+// the token.
+func (a *Authenticator) mintAccessToken(t *AccessToken) (string, error) {
+	raw := make([]byte, accessIDBytes+accessSecretBytes)
+	if _, err := io.ReadFull(a.cfg.Rand, raw); err != nil {
+		return "", fmt.Errorf("nmauth: access token: %w", err)
+	}
+	id := accessEncoding.EncodeToString(raw[:accessIDBytes])
+	secret := accessEncoding.EncodeToString(raw[accessIDBytes:])
+	k := a.ring.signer()
+	mac := machineMAC(k, accessDigestName(id), secret)
+	t.ID = id
+	t.Digest = a.ring.digestMachineSecret(accessDigestName(id), secret)
+	return AccessTokenPrefix + id + "_" + secret + "_" + accessEncoding.EncodeToString(mac[:accessCheckBytes]), nil
+}
+
+// accessDigestName is what an access token's digest is bound to: its id,
+// in a namespace of its own, so that no host's digest is ever one.
+func accessDigestName(id string) string { return "access token " + id }
+
+// splitAccessToken reads a token's id, secret and check, or reports that
+// credential is no well-formed access token.
+func splitAccessToken(credential string) (id, secret, check string, ok bool) {
+	rest, found := strings.CutPrefix(credential, AccessTokenPrefix)
+	if !found || len(credential) != accessTokenLen {
+		return "", "", "", false
+	}
+	parts := strings.Split(rest, "_")
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	for _, s := range parts {
+		// One spelling per value: base32 without padding can end in bits
+		// that decoding ignores.
+		b, err := accessEncoding.DecodeString(s)
+		if err != nil || accessEncoding.EncodeToString(b) != s {
+			return "", "", "", false
+		}
+	}
+	return parts[0], parts[1], parts[2], true
+}
+
+// parseAccessToken checks an access token: its check against every root
+// secret, then its digest in the Store. It returns the token's principal.
+func (a *Authenticator) parseAccessToken(ctx context.Context, credential string, now time.Time) (Principal, error) {
+	id, secret, check, ok := splitAccessToken(credential)
+	if !ok || a.access == nil {
+		return Principal{}, ErrUnauthenticated
+	}
+	want, _ := accessEncoding.DecodeString(check)
+	known := false
+	for _, k := range a.ring.keys {
+		mac := machineMAC(k, accessDigestName(id), secret)
+		known = hmac.Equal(mac[:accessCheckBytes], want) || known
+	}
+	if !known {
+		return Principal{}, ErrUnauthenticated
+	}
+	t, err := a.access.GetAccessToken(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Principal{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	ok, _, err = a.ring.checkMachineSecret(t.Digest, accessDigestName(id), secret)
+	if err != nil {
+		return Principal{}, a.dataFault(err, t.UserName)
+	}
+	if !ok || !now.Before(t.ExpiresAt) {
+		return Principal{}, ErrUnauthenticated
+	}
+	return Principal{
+		Kind:       KindAccessToken,
+		Name:       t.UserName,
+		TokenID:    t.ID,
+		ReadOnly:   t.ReadOnly,
+		IssuedAt:   t.CreatedAt,
+		ExpiresAt:  t.ExpiresAt,
+		networks:   newNetworkScope(t.Networks),
+		generation: generationClaim{value: t.Generation, present: true},
+	}, nil
+}
+
+// noteUse records that an access token was used, at most once every
+// touchEvery by this replica, off the request's path: a check never waits
+// for a write.
+func (a *Authenticator) noteUse(r *accountRef[accountStatus], now time.Time) {
+	last := r.touched.Load()
+	if now.UnixNano()-last < int64(touchEvery) || !r.touched.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.StoreTimeout)
+		defer cancel()
+		if err := a.access.TouchAccessToken(ctx, r.key.name, now.Truncate(time.Second)); err != nil {
+			a.log.Debug("nmauth: recording an access token's use", "err", err)
+		}
+	}()
+}
+
+// ListAccessTokens lists userName's access tokens, without their secrets,
+// for p: the master key, the user, or one of the user's access tokens.
+func (a *Authenticator) ListAccessTokens(ctx context.Context, p Principal, userName string) ([]AccessTokenInfo, error) {
+	if a.access == nil {
+		return nil, ErrAccessTokensOff
+	}
+	name, err := PrepareUsername(userName)
+	if err != nil {
+		return nil, err
+	}
+	if !p.IsMaster() && !(p.actsFor(name)) {
+		return nil, ErrForbidden
+	}
+	ts, err := a.access.ListAccessTokens(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]AccessTokenInfo, len(ts))
+	for i, t := range ts {
+		out[i] = accessTokenInfo(t)
+	}
+	return out, nil
+}
+
+// actsFor reports whether p is a user token or access token of name.
+func (p Principal) actsFor(name string) bool {
+	return (p.Kind == KindUser || p.Kind == KindAccessToken) && p.Name == name
+}
+
+// mayRevoke reports whether p may revoke a token of name: the master key,
+// the user, or one of its access tokens that is not read-only.
+func (p Principal) mayRevoke(name string) bool {
+	return p.IsMaster() || p.actsFor(name) && !p.ReadOnly
+}
+
+// DeleteAccessToken revokes the access token id on behalf of p: the
+// master key, its user, or an access token of its user that is not
+// read-only. Every replica refuses the token once its status cache reads
+// the Store again ([Config.StatusCacheTTL]); this one at once. An unknown
+// id is [ErrNotFound].
+func (a *Authenticator) DeleteAccessToken(ctx context.Context, p Principal, id string) error {
+	if a.access == nil {
+		return ErrAccessTokensOff
+	}
+	t, err := a.access.GetAccessToken(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return errNoAccessToken
+	}
+	if err != nil {
+		return err
+	}
+	if !p.mayRevoke(t.UserName) {
+		return ErrForbidden
+	}
+	if err := a.access.DeleteAccessToken(ctx, id); err != nil {
+		return err
+	}
+	a.status.forget(KindAccessToken, id)
+	a.emit(ctx, Event{Type: EventAccessTokenRevoked, Kind: KindUser, Name: t.UserName})
+	return nil
+}
+
+// DeleteAccessTokens revokes every access token of userName on behalf of
+// p, as [Authenticator.DeleteAccessToken] revokes one.
+func (a *Authenticator) DeleteAccessTokens(ctx context.Context, p Principal, userName string) error {
+	if a.access == nil {
+		return ErrAccessTokensOff
+	}
+	name, err := PrepareUsername(userName)
+	if err != nil {
+		return err
+	}
+	if !p.mayRevoke(name) {
+		return ErrForbidden
+	}
+	return a.deleteUserAccessTokens(ctx, name)
+}
+
+// deleteUserAccessTokens deletes name's access tokens and makes this
+// replica refuse them at once.
+func (a *Authenticator) deleteUserAccessTokens(ctx context.Context, name string) error {
+	if a.access == nil {
+		return nil
+	}
+	ts, err := a.access.ListAccessTokens(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := a.access.DeleteUserAccessTokens(ctx, name); err != nil {
+		return err
+	}
+	for _, t := range ts {
+		a.status.forget(KindAccessToken, t.ID)
+	}
+	if len(ts) > 0 {
+		a.emit(ctx, Event{Type: EventAccessTokenRevoked, Kind: KindUser, Name: name})
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package nmauth
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+)
+
+// AccessToken is the stored record of a personal access token. It holds
+// no secret in the clear: Digest is the keyed digest of the token's
+// secret, as a machine secret's is (see [Authenticator.CreateHost]), so a
+// copy of the database gives no token and lets no one test a guess.
+type AccessToken struct {
+	// ID names the token in lists and in revocation; it is the part of
+	// the token before its secret, and is no secret itself.
+	ID string
+	// UserName is the user the token acts for.
+	UserName string
+	// Name is the label its creator gave it.
+	Name   string
+	Digest string
+	// ReadOnly and Networks are its scope; see [AccessTokenRequest].
+	ReadOnly bool
+	Networks []string
+	// Generation is the user's revocation generation when the token was
+	// made: the token dies when the user's moves (see
+	// [AccountState.Generation]).
+	Generation uint64
+	// CreatedBy is the username of its creator, "" for the master key.
+	CreatedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// LastUsed is when it was last checked, to the minute at best (see
+	// [AccessTokenStore.TouchAccessToken]); zero if never.
+	LastUsed time.Time
+}
+
+// AccessTokenStore is implemented by a [Store] that keeps access tokens.
+// [MemoryStore] and [SQLStore] do. An Authenticator whose Store does not
+// implement it issues no access tokens and accepts none.
+//
+// GetAccessToken of a missing id returns [ErrNotFound], and
+// CreateAccessToken of an existing id [ErrExists]. ListAccessTokens
+// returns a user's tokens oldest first. DeleteAccessToken of a missing id
+// is a no-op, and DeleteUserAccessTokens deletes every token of a user.
+// TouchAccessToken sets a token's LastUsed to used if that is later, and
+// is a no-op for a missing id.
+type AccessTokenStore interface {
+	CreateAccessToken(ctx context.Context, t AccessToken) error
+	GetAccessToken(ctx context.Context, id string) (AccessToken, error)
+	ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error)
+	DeleteAccessToken(ctx context.Context, id string) error
+	DeleteUserAccessTokens(ctx context.Context, userName string) error
+	TouchAccessToken(ctx context.Context, id string, used time.Time) error
+}
+
+var _ AccessTokenStore = (*MemoryStore)(nil)
+
+func cloneAccessToken(t AccessToken) AccessToken {
+	t.Networks = slices.Clone(t.Networks)
+	return t
+}
+
+// CreateAccessToken implements [AccessTokenStore].
+func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.access[t.ID]; ok {
+		return ErrExists
+	}
+	if s.access == nil {
+		s.access = make(map[string]AccessToken)
+	}
+	s.access[t.ID] = cloneAccessToken(t)
+	return nil
+}
+
+// GetAccessToken implements [AccessTokenStore].
+func (s *MemoryStore) GetAccessToken(ctx context.Context, id string) (AccessToken, error) {
+	if err := ctx.Err(); err != nil {
+		return AccessToken{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.access[id]
+	if !ok {
+		return AccessToken{}, ErrNotFound
+	}
+	return cloneAccessToken(t), nil
+}
+
+// ListAccessTokens implements [AccessTokenStore].
+func (s *MemoryStore) ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []AccessToken
+	for _, t := range s.access {
+		if t.UserName == userName {
+			out = append(out, cloneAccessToken(t))
+		}
+	}
+	slices.SortFunc(out, func(a, b AccessToken) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// DeleteAccessToken implements [AccessTokenStore].
+func (s *MemoryStore) DeleteAccessToken(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.access, id)
+	return nil
+}
+
+// DeleteUserAccessTokens implements [AccessTokenStore].
+func (s *MemoryStore) DeleteUserAccessTokens(ctx context.Context, userName string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, t := range s.access {
+		if t.UserName == userName {
+			delete(s.access, id)
+		}
+	}
+	return nil
+}
+
+// TouchAccessToken implements [AccessTokenStore].
+func (s *MemoryStore) TouchAccessToken(ctx context.Context, id string, used time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.access[id]; ok && used.After(t.LastUsed) {
+		t.LastUsed = used
+		s.access[id] = t
+	}
+	return nil
+}
+
+// guardedTokens is the [AccessTokenStore] of a guarded Store, under the
+// same deadline and fault answers as its other calls.
+type guardedTokens struct {
+	g     *guardedStore
+	inner AccessTokenStore
+}
+
+// accessTokens returns the guarded access-token store, or nil when the
+// Store keeps no access tokens.
+func (s *guardedStore) accessTokens() *guardedTokens {
+	inner, ok := s.Store.(AccessTokenStore)
+	if !ok {
+		return nil
+	}
+	return &guardedTokens{g: s, inner: inner}
+}
+
+func (t *guardedTokens) CreateAccessToken(ctx context.Context, at AccessToken) error {
+	return t.g.call(ctx, "create access token", func(ctx context.Context) error { return t.inner.CreateAccessToken(ctx, at) }, contractError)
+}
+
+func (t *guardedTokens) GetAccessToken(ctx context.Context, id string) (at AccessToken, err error) {
+	err = t.g.call(ctx, "get access token", func(ctx context.Context) error {
+		got, err := t.inner.GetAccessToken(ctx, id)
+		if err == nil {
+			at = got
+		}
+		return err
+	}, contractError)
+	return at, err
+}
+
+func (t *guardedTokens) ListAccessTokens(ctx context.Context, userName string) (ats []AccessToken, err error) {
+	err = t.g.call(ctx, "list access tokens", func(ctx context.Context) error {
+		got, err := t.inner.ListAccessTokens(ctx, userName)
+		ats = got
+		return err
+	}, contractError)
+	return ats, err
+}
+
+func (t *guardedTokens) DeleteAccessToken(ctx context.Context, id string) error {
+	return t.g.call(ctx, "delete access token", func(ctx context.Context) error { return t.inner.DeleteAccessToken(ctx, id) }, contractError)
+}
+
+func (t *guardedTokens) DeleteUserAccessTokens(ctx context.Context, userName string) error {
+	return t.g.call(ctx, "delete access tokens", func(ctx context.Context) error { return t.inner.DeleteUserAccessTokens(ctx, userName) }, contractError)
+}
+
+func (t *guardedTokens) TouchAccessToken(ctx context.Context, id string, used time.Time) error {
+	return t.g.call(ctx, "touch access token", func(ctx context.Context) error { return t.inner.TouchAccessToken(ctx, id, used) }, contractError)
+}

@@ -1,0 +1,154 @@
+package nmauth
+
+import (
+	"net/http"
+	"time"
+)
+
+// AccessTokenBody is the body of access-token creation, in the field
+// names of Netmaker's server in both wire profiles. The fields a server
+// sets (id, created_by, created_at, last_used), which Netmaker's clients
+// send empty, are ignored.
+type AccessTokenBody struct {
+	Name      string    `json:"name"`
+	UserName  string    `json:"user_name"`
+	ExpiresAt time.Time `json:"expires_at"`
+	ReadOnly  bool      `json:"read_only"`
+	Networks  []string  `json:"networks"`
+}
+
+// netmakerAccessToken is an access token as Netmaker's server lists it,
+// with nmauth's scope after its fields.
+type netmakerAccessToken struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	UserName  string    `json:"user_name"`
+	ExpiresAt time.Time `json:"expires_at"`
+	LastUsed  time.Time `json:"last_used"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+	ReadOnly  bool      `json:"read_only"`
+	Networks  []string  `json:"networks"`
+}
+
+// accessTokenRoutes are the routes of access tokens and logout: method,
+// path, handler. Each needs a bearer credential.
+func (a *Authenticator) accessTokenRoutes() []route {
+	return []route{
+		{http.MethodPost, "/api/v1/users/access_token", a.Middleware(http.HandlerFunc(a.serveCreateAccessToken))},
+		{http.MethodGet, "/api/v1/users/access_token", a.Middleware(http.HandlerFunc(a.serveListAccessTokens))},
+		{http.MethodDelete, "/api/v1/users/access_token", a.Middleware(http.HandlerFunc(a.serveDeleteAccessTokens))},
+		a.logoutRoute(),
+	}
+}
+
+// logoutRoute is the route of logout, served also where the Store keeps
+// no access tokens.
+func (a *Authenticator) logoutRoute() route {
+	return route{http.MethodPost, "/api/v1/users/logout", a.Middleware(http.HandlerFunc(a.serveLogout))}
+}
+
+func (a *Authenticator) serveCreateAccessToken(w http.ResponseWriter, r *http.Request) {
+	var body AccessTokenBody
+	err := decodeJSON(w, r, &body)
+	if err == nil {
+		err = requireFields("name", body.Name, "user_name", body.UserName)
+	}
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	p, _ := FromContext(r.Context())
+	t, err := a.CreateAccessToken(r.Context(), p, AccessTokenRequest{
+		Name: body.Name, UserName: body.UserName, ExpiresAt: body.ExpiresAt,
+		ReadOnly: body.ReadOnly, Networks: body.Networks,
+	})
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	if a.cfg.Wire == WireNetmaker {
+		a.WriteResponse(w, r, http.StatusOK, "access token created for "+t.UserName,
+			netmakerUserLogin{UserName: t.UserName, AuthToken: t.Token})
+		return
+	}
+	a.WriteResponse(w, r, http.StatusOK, "access token created", t)
+}
+
+func (a *Authenticator) serveListAccessTokens(w http.ResponseWriter, r *http.Request) {
+	p, _ := FromContext(r.Context())
+	user := r.URL.Query().Get("username")
+	if user == "" && !p.IsMaster() {
+		user = p.Name
+	}
+	if user == "" {
+		a.WriteError(w, r, requestError("username is required"))
+		return
+	}
+	ts, err := a.ListAccessTokens(r.Context(), p, user)
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	var out any = ts
+	if a.cfg.Wire == WireNetmaker {
+		list := make([]netmakerAccessToken, len(ts))
+		for i, t := range ts {
+			list[i] = netmakerAccessToken{
+				ID: t.ID, Name: t.Name, UserName: t.UserName, ExpiresAt: t.ExpiresAt,
+				LastUsed: t.LastUsed, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
+				ReadOnly: t.ReadOnly, Networks: t.Networks,
+			}
+		}
+		out = list
+	}
+	a.WriteResponse(w, r, http.StatusOK, "access tokens of "+ts0Name(ts, user), out)
+}
+
+// ts0Name is the user a list is of, as stored.
+func ts0Name(ts []AccessTokenInfo, asked string) string {
+	if len(ts) > 0 {
+		return ts[0].UserName
+	}
+	return asked
+}
+
+// serveDeleteAccessTokens revokes the token ?id=, or with ?username= alone
+// every token of that user.
+func (a *Authenticator) serveDeleteAccessTokens(w http.ResponseWriter, r *http.Request) {
+	p, _ := FromContext(r.Context())
+	q := r.URL.Query()
+	id, user := q.Get("id"), q.Get("username")
+	var err error
+	switch {
+	case id != "" && user == "":
+		err = a.DeleteAccessToken(r.Context(), p, id)
+	case id == "" && user != "":
+		err = a.DeleteAccessTokens(r.Context(), p, user)
+	default:
+		err = requestError("give either id, to revoke one token, or username, to revoke all of a user's")
+	}
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	a.WriteResponse(w, r, http.StatusOK, "revoked", nil)
+}
+
+// serveLogout revokes the bearer token it is called with. A username in
+// the query, which Netmaker's clients send, must be the token's user.
+func (a *Authenticator) serveLogout(w http.ResponseWriter, r *http.Request) {
+	p, _ := FromContext(r.Context())
+	if user := r.URL.Query().Get("username"); user != "" {
+		name, err := PrepareUsername(user)
+		if err != nil || name != p.Name {
+			a.WriteError(w, r, ErrForbidden)
+			return
+		}
+	}
+	if err := a.Logout(r.Context(), p); err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	a.WriteResponse(w, r, http.StatusOK, "logged out", nil)
+}

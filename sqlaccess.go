@@ -1,0 +1,119 @@
+package nmauth
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+var _ AccessTokenStore = (*SQLStore)(nil)
+
+// sqlAccessColumns are the columns of nmauth_access_tokens, key first, in
+// the order of accessArgs and scanAccessToken.
+var sqlAccessColumns = []string{
+	"id", "user_name", "name", "digest", "read_only", "networks",
+	"generation", "created_by", "created_at", "expires_at", "last_used",
+}
+
+func (s *SQLStore) accessQuery(rest string) string {
+	return s.q.rebind("SELECT " + strings.Join(sqlAccessColumns, ", ") + " FROM nmauth_access_tokens " + rest)
+}
+
+func accessArgs(t AccessToken) ([]any, error) {
+	networks, err := encodeList(t.Networks, "networks")
+	if err != nil {
+		return nil, err
+	}
+	times, err := encodeTimes(t.CreatedAt, t.ExpiresAt, t.LastUsed)
+	if err != nil {
+		return nil, err
+	}
+	return []any{
+		t.ID, t.UserName, t.Name, t.Digest, t.ReadOnly, networks,
+		int64(t.Generation), t.CreatedBy, times[0], times[1], times[2],
+	}, nil
+}
+
+func scanAccessToken(row rowScanner) (AccessToken, error) {
+	var (
+		t                        AccessToken
+		networks                 string
+		gen, made, expires, used int64
+	)
+	err := row.Scan(&t.ID, &t.UserName, &t.Name, &t.Digest, &t.ReadOnly, &networks,
+		&gen, &t.CreatedBy, &made, &expires, &used)
+	if err != nil {
+		return AccessToken{}, err
+	}
+	if t.Networks, err = decodeList[string](networks); err != nil {
+		return AccessToken{}, fmt.Errorf("decode networks of access token %q: %w", t.ID, err)
+	}
+	t.Generation = uint64(gen)
+	t.CreatedAt, t.ExpiresAt, t.LastUsed = decodeTime(made), decodeTime(expires), decodeTime(used)
+	return t, nil
+}
+
+// CreateAccessToken implements [AccessTokenStore].
+func (s *SQLStore) CreateAccessToken(ctx context.Context, t AccessToken) error {
+	args, err := accessArgs(t)
+	if err != nil {
+		return err
+	}
+	return s.insert(ctx, "create access token", s.q.rebind(insertSQL("nmauth_access_tokens", sqlAccessColumns)), args)
+}
+
+// GetAccessToken implements [AccessTokenStore].
+func (s *SQLStore) GetAccessToken(ctx context.Context, id string) (AccessToken, error) {
+	t, err := scanAccessToken(s.db.QueryRowContext(ctx, s.accessQuery("WHERE id = ?"), id))
+	if err != nil {
+		return AccessToken{}, readErr("get access token", err)
+	}
+	return t, nil
+}
+
+// ListAccessTokens implements [AccessTokenStore].
+func (s *SQLStore) ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error) {
+	rows, err := s.db.QueryContext(ctx, s.accessQuery("WHERE user_name = ? ORDER BY created_at, id"), userName)
+	if err != nil {
+		return nil, wrapSQL("list access tokens", err)
+	}
+	defer rows.Close()
+	var out []AccessToken
+	for rows.Next() {
+		t, err := scanAccessToken(rows)
+		if err != nil {
+			return nil, wrapSQL("list access tokens", err)
+		}
+		out = append(out, t)
+	}
+	return out, wrapSQL("list access tokens", rows.Err())
+}
+
+// DeleteAccessToken implements [AccessTokenStore].
+func (s *SQLStore) DeleteAccessToken(ctx context.Context, id string) error {
+	return s.exec(ctx, "delete access token", "DELETE FROM nmauth_access_tokens WHERE id = ?", id)
+}
+
+// DeleteUserAccessTokens implements [AccessTokenStore].
+func (s *SQLStore) DeleteUserAccessTokens(ctx context.Context, userName string) error {
+	return s.exec(ctx, "delete access tokens", "DELETE FROM nmauth_access_tokens WHERE user_name = ?", userName)
+}
+
+// TouchAccessToken implements [AccessTokenStore].
+func (s *SQLStore) TouchAccessToken(ctx context.Context, id string, used time.Time) error {
+	n, err := encodeTimes(used)
+	if err != nil {
+		return err
+	}
+	return s.exec(ctx, "touch access token", "UPDATE nmauth_access_tokens SET last_used = ? WHERE id = ? AND last_used < ?", n[0], id, n[0])
+}
+
+// exec runs one write statement in a transaction of its own.
+func (s *SQLStore) exec(ctx context.Context, what, query string, args ...any) error {
+	return s.inTx(ctx, what, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q.rebind(query), args...)
+		return wrapSQL(what, err)
+	})
+}
