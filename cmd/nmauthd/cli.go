@@ -53,6 +53,10 @@ type options struct {
 	passkeyRPID    string
 	passkeyOrigins stringList
 	passwordless   bool
+
+	// An access token's expiry and scope (see tokens.go).
+	expires  string
+	readOnly bool
 }
 
 // stringList is a flag that may be given more than once.
@@ -98,6 +102,12 @@ var commands = []command{
 		help: "add hosts from stdin, one \"ID PASSWORD [MAC]\" a line, as netclient's hosts are moved over"},
 	{name: "host list", run: hostList,
 		help: "list hosts: id, disabled, MAC address"},
+	{name: "token create", args: []string{"USER", "NAME"}, flags: []string{"expires", "read-only", "network"}, run: tokenCreate,
+		help: "make an access token for the user and print it once (--expires RFC3339|720h|90d, --read-only, --network)"},
+	{name: "token list", args: []string{"USER"}, run: tokenList,
+		help: "list the user's access tokens: id, name, scope, expiry, last use; never their secrets"},
+	{name: "token delete", args: []string{"ID"}, run: tokenDelete,
+		help: "revoke an access token"},
 	{name: "reseal", run: reseal,
 		help: "seal every TOTP secret under the first root secret"},
 }
@@ -142,11 +152,13 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.mac, "mac", "", "the host's MAC address")
 	fs.StringVar(&o.wire, "wire", "spec", "answer in the spec's format (spec) or Netmaker's (netmaker)")
 	fs.Var(&o.corsOrigins, "cors-origin", "let a web UI at this origin call the API; repeatable")
-	fs.Var(&o.networks, "network", "a network the host is a member of, for node login; repeatable")
+	fs.Var(&o.networks, "network", "a network the host is a member of, for node login, or an access token is limited to; repeatable")
 	fs.Var(&o.trustedProxies, "trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-For names the client; repeatable, else $NMAUTH_TRUSTED_PROXIES")
 	fs.StringVar(&o.passkeyRPID, "passkey-rp-id", "", "serve passkeys for this relying party id, the domain of the page (with --dev: localhost)")
 	fs.Var(&o.passkeyOrigins, "passkey-origin", "an origin of the pages that use passkeys (default https://RP-ID); repeatable")
 	fs.BoolVar(&o.passwordless, "passwordless", false, "let a discoverable passkey log in without password (on with --dev)")
+	fs.StringVar(&o.expires, "expires", "", "when the access token expires: an RFC 3339 time, or a lifetime such as 720h or 90d (default 90d)")
+	fs.BoolVar(&o.readOnly, "read-only", false, "limit the access token to reads")
 	return fs
 }
 

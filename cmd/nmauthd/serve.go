@@ -66,7 +66,11 @@ func serveWhoami(w http.ResponseWriter, r *http.Request) {
 	p, _ := nmauth.FromContext(r.Context())
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(p)
+	// The networks of an access token's scope are read by a method.
+	json.NewEncoder(w).Encode(struct {
+		nmauth.Principal
+		Networks []string `json:"networks,omitempty"`
+	}{p, p.Networks()})
 }
 
 func serveHealthz(w http.ResponseWriter, _ *http.Request) {

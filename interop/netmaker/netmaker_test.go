@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -455,5 +456,68 @@ func TestNmctlLogsIn(t *testing.T) {
 	runNmctl(t, home, "context", "use", "spec")
 	if out, err := runNmctl(t, home, "network", "list"); err == nil || !strings.Contains(out, "interface conversion") {
 		t.Errorf("nmctl against the spec profile: %v\n%s", err, out)
+	}
+}
+
+// TestNmctlAccessTokens drives the access-token commands of the real nmctl:
+// a token made with a password context authenticates a context of its
+// own, lists itself without its secret, deletes itself, and is then
+// refused.
+func TestNmctlAccessTokens(t *testing.T) {
+	s := startServer(t, "netmaker")
+	rc := &recorder{}
+	proxy := httptest.NewServer(rc.handler(t, s))
+	defer proxy.Close()
+	home := t.TempDir()
+	nmctl := func(args ...string) string {
+		t.Helper()
+		out, err := runNmctl(t, home, args...)
+		if err != nil {
+			t.Fatalf("nmctl %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	nmctl("context", "set", "password", "--endpoint", proxy.URL, "--username", "alice", "--password", userPassword)
+	nmctl("context", "use", "password")
+	out := nmctl("access_token", "create", "ci", "--user", "alice")
+	var made struct{ AuthToken, UserName string }
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &made); err != nil || made.UserName != "alice" ||
+		!strings.HasPrefix(made.AuthToken, "nmauth_at_") {
+		t.Fatalf("nmctl access_token create printed %q (%v)", out, err)
+	}
+
+	nmctl("context", "set", "token", "--endpoint", proxy.URL, "--auth_token", made.AuthToken)
+	nmctl("context", "use", "token")
+	if out := nmctl("network", "list"); !strings.Contains(out, "net-1") {
+		t.Fatalf("nmctl network list with the access token:\n%s", out)
+	}
+	out = nmctl("access_token", "get", "alice")
+	secret := made.AuthToken[len("nmauth_at_")+17:]
+	var listed []struct{ ID, Name, UserName string }
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &listed); err != nil ||
+		len(listed) != 1 || listed[0].Name != "ci" || strings.Contains(out, secret) {
+		t.Fatalf("nmctl access_token get printed %q (%v), want the one token without its secret", out, err)
+	}
+	nmctl("access_token", "delete", listed[0].ID)
+
+	if st, _ := s.whoami(made.AuthToken); st != http.StatusUnauthorized {
+		t.Fatalf("the deleted token answers %d, want 401", st)
+	}
+	// nmctl then retries as it does after any 401, with a login its
+	// context cannot make, and gives up.
+	if out, err := runNmctl(t, home, "network", "list"); err == nil {
+		t.Fatalf("nmctl network list with the deleted token succeeded:\n%s", out)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	bearer := "Bearer " + made.AuthToken
+	for _, want := range []exchange{
+		{"GET", "/api/networks", bearer},
+		{"GET", "/api/v1/users/access_token", bearer},
+		{"DELETE", "/api/v1/users/access_token", bearer},
+	} {
+		if !slices.Contains(rc.seen, want) {
+			t.Errorf("nmctl never sent %v; it sent %q", want, rc.seen)
+		}
 	}
 }

@@ -120,7 +120,10 @@
     $("enroll-code").value = "";
     $("passkey-name").value = "";
     $("passkey-list").tBodies[0].replaceChildren();
-    for (const id of ["session", "code-prompt", "enroll", "enroll-pending", "recovery", "passkeys"]) $(id).hidden = true;
+    $("token-list").tBodies[0].replaceChildren();
+    $("token-secret").textContent = "";
+    $("token-name").value = "";
+    for (const id of ["session", "code-prompt", "enroll", "enroll-pending", "recovery", "passkeys", "tokens", "token-made"]) $(id).hidden = true;
     $("user-login").hidden = false;
   }
 
@@ -148,6 +151,70 @@
       $("enroll-start").hidden = false;
     }
     if (isUser && passkeysSupported) await loadPasskeys();
+    if (isUser) await loadTokens();
+  }
+
+  const tokensPath = "/api/v1/users/access_token";
+
+  // loadTokens shows the user's access tokens; a server whose store keeps
+  // none (404) hides the section.
+  async function loadTokens() {
+    let env;
+    try {
+      env = await api("GET", tokensPath + "?username=" + encodeURIComponent(principal.name), { bearer: token });
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) {
+        $("tokens").hidden = true;
+        return;
+      }
+      throw err;
+    }
+    const list = env.response || env.Response;
+    if (!Array.isArray(list)) throw new Error("the answer has no list of tokens");
+    $("token-list").tBodies[0].replaceChildren(...list.map((t) => {
+      const tr = document.createElement("tr");
+      const actions = document.createElement("td");
+      const del = document.createElement("button");
+      del.type = "button";
+      del.className = "secondary";
+      del.textContent = "Delete";
+      del.dataset.action = "delete";
+      del.addEventListener("click", () => onTokenDelete(t.id, t.name));
+      actions.append(del);
+      let scope = (t.readOnly || t.read_only) ? "read-only" : "read-write";
+      if (Array.isArray(t.networks) && t.networks.length > 0) scope += " in " + t.networks.join(", ");
+      const used = t.lastUsed || t.last_used;
+      tr.append(cell(String(t.name), "name"), cell(scope, "scope"), cell(timeText(t.expiresAt || t.expires_at), "expires"),
+        cell(used && !used.startsWith("0001-") ? timeText(used) : "never", "lastUsed"), actions);
+      return tr;
+    }));
+    $("token-none").hidden = list.length > 0;
+    $("tokens").hidden = false;
+  }
+
+  function onTokenAdd(ev) {
+    ev.preventDefault();
+    run(ev.currentTarget, "Creating an access token", async () => {
+      if (principal === null) throw new Error("log in first");
+      const name = $("token-name").value.trim();
+      const body = { name, user_name: principal.name, read_only: $("token-read-only").checked };
+      const made = payload(await api("POST", tokensPath, { bearer: token, body }));
+      $("token-secret").textContent = need(made.authToken || made.AuthToken, "token");
+      $("token-made").hidden = false;
+      $("token-name").value = "";
+      await loadTokens();
+      say("Access token " + name + " created.", "ok");
+    });
+  }
+
+  function onTokenDelete(id, name) {
+    run($("tokens"), "Deleting access token " + name, async () => {
+      await api("DELETE", tokensPath + "?id=" + encodeURIComponent(id), { bearer: token });
+      $("token-made").hidden = true;
+      $("token-secret").textContent = "";
+      await loadTokens();
+      say("Access token " + name + " deleted.", "ok");
+    });
   }
 
   function renderPrincipal(p) {
@@ -410,10 +477,26 @@
     });
   }
 
-  function onLogout() {
-    forget();
-    say("Logged out: this page no longer holds a token.", "ok");
-    $("user-name").focus();
+  // onLogout revokes the session's token on the server, then forgets it;
+  // the page forgets it even when the server cannot be told.
+  function onLogout(ev) {
+    run(ev.currentTarget.parentElement, "Logging out", async () => {
+      let revoked = false;
+      try {
+        if (principal && principal.kind === "user") {
+          await api("POST", "/api/v1/users/logout", { bearer: token });
+          revoked = true;
+        }
+      } catch (err) {
+        // A token the server refuses already (401) needs no revoking.
+        if (!(err instanceof ApiError && err.status === 401)) throw err;
+      } finally {
+        forget();
+        $("user-name").focus();
+      }
+      say(revoked ? "Logged out: the server revoked the token, and this page no longer holds it."
+        : "Logged out: this page no longer holds a token.", "ok");
+    });
   }
 
   // The admin view. The master key is kept in this closure only, like the
@@ -574,6 +657,7 @@
   $("enroll-cancel").addEventListener("click", onEnrollCancel);
   $("logout").addEventListener("click", onLogout);
   $("passkey-add-form").addEventListener("submit", onPasskeyAdd);
+  $("token-add-form").addEventListener("submit", onTokenAdd);
   $("passkey-login-start").addEventListener("click", onPasskeyLogin);
   $("code-prompt-passkey").addEventListener("click", onPasskeySecondFactor);
   $("passkey-login").hidden = !passkeysSupported;
