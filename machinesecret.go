@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
+	"io"
 	"math"
 	"strings"
 )
@@ -120,21 +122,31 @@ func isMachineDigest(stored string) bool { return strings.HasPrefix(stored, mach
 // machineMAC is the HMAC of a host's secret under one root secret's
 // machine subkey. The host id is part of the message, length first, so
 // that two hosts with the same secret store different digests.
-func machineMAC(k *ringKey, name, secret string) []byte {
-	m := hmac.New(sha256.New, k.machine)
+//
+// The HMAC states are kept in the key's pool between calls, so that a
+// login does not allocate and key a new one.
+func machineMAC(k *ringKey, name, secret string) (mac [sha256.Size]byte) {
+	m, _ := k.machineHMACs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, k.machine)
+	}
 	var n [4]byte
 	binary.BigEndian.PutUint32(n[:], uint32(len(name)))
 	m.Write(n[:])
-	m.Write([]byte(name))
-	m.Write([]byte(secret))
-	return m.Sum(nil)
+	io.WriteString(m, name)
+	io.WriteString(m, secret)
+	m.Sum(mac[:0])
+	m.Reset()
+	k.machineHMACs.Put(m)
+	return mac
 }
 
 // digestMachineSecret returns the stored form of a machine secret under
 // the first root secret: "$nmauth-hmac-sha256$k=<key id>$<base64 MAC>".
 func (r *keyRing) digestMachineSecret(name, secret string) string {
 	k := r.signer()
-	return machineDigestPrefix + k.id + "$" + base64.RawStdEncoding.EncodeToString(machineMAC(k, name, secret))
+	mac := machineMAC(k, name, secret)
+	return machineDigestPrefix + k.id + "$" + base64.RawStdEncoding.EncodeToString(mac[:])
 }
 
 // checkMachineSecret reports whether secret is the one stored, in constant
@@ -148,7 +160,7 @@ func (r *keyRing) checkMachineSecret(stored, name, secret string) (ok, upgrade b
 	if err != nil {
 		return false, false, err
 	}
-	if !hmac.Equal(machineMAC(k, name, secret), mac) {
+	if got := machineMAC(k, name, secret); !hmac.Equal(got[:], mac) {
 		return false, false, nil
 	}
 	return true, k != r.signer(), nil
@@ -158,7 +170,8 @@ func (r *keyRing) checkMachineSecret(stored, name, secret string) (ok, upgrade b
 // that does not exist, so that it answers in the same time.
 func (r *keyRing) dummyMachineCheck(name, secret string) {
 	var zero [sha256.Size]byte
-	_ = hmac.Equal(machineMAC(r.signer(), name, secret), zero[:])
+	got := machineMAC(r.signer(), name, secret)
+	_ = hmac.Equal(got[:], zero[:])
 }
 
 // parseMachineDigest reads a stored digest strictly and finds its key.

@@ -7,11 +7,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -143,8 +145,13 @@ type ringKey struct {
 	jwt    [numKinds][]byte
 	enroll []byte
 	seal   cipher.AEAD
-	// machine keys the digests of machine secrets (see machinesecret.go).
-	machine []byte
+	// machine keys the digests of machine secrets (see machinesecret.go);
+	// machineHMACs holds HMAC states under it, ready to reuse.
+	machine      []byte
+	machineHMACs sync.Pool
+	// header is the encoded JOSE header of the tokens this key signs:
+	// {"alg":"HS256","kid":"<id>","typ":"JWT"}, in base64url.
+	header string
 }
 
 // keyRing holds the subkeys of every configured root secret. The first
@@ -185,6 +192,11 @@ func deriveRingKey(secret []byte) (*ringKey, error) {
 	}
 	k.enroll = subkey(secret, "nmauth enrollment signature", 32)
 	k.machine = subkey(secret, "nmauth machine secret", 32)
+	header, err := json.Marshal(map[string]string{"alg": jwt.SigningMethodHS256.Alg(), "kid": k.id, "typ": "JWT"})
+	if err != nil {
+		return nil, err
+	}
+	k.header = base64.RawURLEncoding.EncodeToString(header)
 	block, err := aes.NewCipher(subkey(secret, "nmauth totp seal", 32))
 	if err != nil {
 		return nil, err
@@ -277,13 +289,18 @@ func (m *tokenMinter) mint(a mintArgs) (token, jti string, err error) {
 		c.Generation = generationClaim{value: *a.generation, present: true}
 	}
 	key := m.ring.signer()
-	t := jwt.NewWithClaims(jwt.SigningMethodHS256, &c)
-	t.Header["kid"] = key.id
-	token, err = t.SignedString(key.jwt[a.kind])
+	payload, err := json.Marshal(&c)
 	if err != nil {
 		return "", "", fmt.Errorf("nmauth: sign token: %w", err)
 	}
-	return token, jti, nil
+	// The compact JWS golang-jwt's SignedString makes, with the header
+	// encoded once per key rather than marshalled from a map per token.
+	signing := key.header + "." + base64.RawURLEncoding.EncodeToString(payload)
+	sig, err := jwt.SigningMethodHS256.Sign(signing, key.jwt[a.kind])
+	if err != nil {
+		return "", "", fmt.Errorf("nmauth: sign token: %w", err)
+	}
+	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), jti, nil
 }
 
 // maxClockSkew is how far ahead of this replica's clock a token's iat may
