@@ -142,8 +142,8 @@ type Config struct {
 	// NodeTokenValid, when set, is asked by the bearer check about every
 	// node token minted by [Authenticator.IssueNodeToken], after its
 	// signature and expiry are checked: false refuses the token as
-	// [ErrUnauthenticated], and an error fails the check with that error
-	// (a 500 over HTTP). It lets the application revoke such a token
+	// [ErrUnauthenticated], and an error fails the check as a Store fault
+	// does (a 503 with Retry-After over HTTP). It lets the application revoke such a token
 	// before it expires, say when it deletes the node or the node leaves
 	// the network; [Principal.IssuedAt] tells tokens minted before a
 	// revocation from later ones. Node tokens from
@@ -289,8 +289,11 @@ func FromContext(ctx context.Context) (Principal, bool) {
 // verification, and checks bearer credentials. It is safe for concurrent
 // use; build it with [New].
 type Authenticator struct {
-	cfg     Config
-	store   Store
+	cfg   Config
+	store Store
+	// guard is store, as its own type: it also runs the application's
+	// hooks under the Store deadline.
+	guard   *guardedStore
 	ring    *keyRing
 	minter  *tokenMinter
 	bearer  *tokenVerifier
@@ -339,6 +342,7 @@ func New(cfg Config) (*Authenticator, error) {
 	a := &Authenticator{
 		cfg:     cfg,
 		store:   store,
+		guard:   store,
 		ring:    ring,
 		minter:  &tokenMinter{ring: ring, issuer: cfg.Issuer, rand: cfg.Rand},
 		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
@@ -793,9 +797,9 @@ func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, passwor
 		if a.cfg.NodeMember == nil {
 			return ErrForbidden
 		}
-		ok, err := a.cfg.NodeMember(ctx, network, id)
+		ok, err := a.guard.ask(ctx, "node membership", func(ctx context.Context) (bool, error) { return a.cfg.NodeMember(ctx, network, id) })
 		if err != nil {
-			return fmt.Errorf("nmauth: node membership: %w", err)
+			return err
 		}
 		if !ok {
 			return ErrForbidden

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
 	"slices"
@@ -143,9 +142,9 @@ func (a *Authenticator) checkStanding(ctx context.Context, e *tokenEntry, now ti
 // checkNodeToken asks [Config.NodeTokenValid] about a node token from
 // [Authenticator.IssueNodeToken].
 func (a *Authenticator) checkNodeToken(ctx context.Context, p Principal) error {
-	ok, err := a.cfg.NodeTokenValid(ctx, p)
+	ok, err := a.guard.ask(ctx, "node token check", func(ctx context.Context) (bool, error) { return a.cfg.NodeTokenValid(ctx, p) })
 	if err != nil {
-		return fmt.Errorf("nmauth: node token check: %w", err)
+		return err
 	}
 	if !ok {
 		return ErrUnauthenticated

@@ -98,7 +98,7 @@ func TestRefusedNodeLoginIsNoFailure(t *testing.T) {
 	for _, tc := range []struct {
 		network string
 		status  int
-	}{{"office", http.StatusForbidden}, {"broken", http.StatusInternalServerError}} {
+	}{{"office", http.StatusForbidden}, {"broken", http.StatusServiceUnavailable}} {
 		t.Run(tc.network, func(t *testing.T) {
 			for range 10 {
 				wantError(t, f.do("/api/nodes/"+tc.network+"/authenticate", "", body), tc.status)

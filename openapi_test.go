@@ -162,7 +162,7 @@ func TestOpenAPINodeRoutes(t *testing.T) {
 				wantError(t, post("net-2", "application/json", good), http.StatusForbidden)
 				wantError(t, post("net-1", "text/plain", good), http.StatusUnsupportedMediaType)
 				wantError(t, post("net-1", "application/json", `{"id":"`+strings.Repeat("x", nmauth.MaxBodyBytes)+`"}`), http.StatusRequestEntityTooLarge)
-				wantError(t, post("broken", "application/json", good), http.StatusInternalServerError)
+				wantError(t, post("broken", "application/json", good), http.StatusServiceUnavailable)
 				req, err := http.NewRequest(http.MethodGet, url("net-1"), nil)
 				if err != nil {
 					t.Fatal(err)

@@ -3,7 +3,6 @@ package nmauth
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 )
@@ -176,9 +175,10 @@ func (a *Authenticator) askSecondFactor(name string, has *bool) func(context.Con
 		if err != nil {
 			return err
 		}
-		ok, err := a.cfg.SecondFactor(ctx, userInfo(u, a.now()))
+		info := userInfo(u, a.now())
+		ok, err := a.guard.ask(ctx, "second factor", func(ctx context.Context) (bool, error) { return a.cfg.SecondFactor(ctx, info) })
 		if err != nil {
-			return fmt.Errorf("%w: second factor of %q: %w", ErrStoreUnavailable, name, err)
+			return err
 		}
 		*has = ok
 		return nil

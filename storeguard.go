@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -301,4 +302,19 @@ func (a *Authenticator) Ready(ctx context.Context) error {
 // answers; [Authenticator.Ready] uses it.
 type Pinger interface {
 	Ping(ctx context.Context) error
+}
+
+// ask runs one of the application's hooks (Config.SecondFactor,
+// NodeMember, NodeTokenValid), which typically read a database of the
+// application's, as a Store call is run: under the Store deadline, even
+// if the hook ignores its context, with a panic contained (a 500). Any
+// error, the deadline's included, is [ErrStoreUnavailable].
+func (s *guardedStore) ask(ctx context.Context, what string, hook func(context.Context) (bool, error)) (bool, error) {
+	var ok atomic.Bool
+	err := s.call(ctx, what, func(ctx context.Context) error {
+		v, err := hook(ctx)
+		ok.Store(v)
+		return err
+	}, func(error) bool { return false })
+	return ok.Load() && err == nil, err
 }
