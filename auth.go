@@ -117,9 +117,11 @@ type Config struct {
 	// credential.
 	RefuseMACChange bool
 
-	// StoreTimeout bounds every Store call. Past it, or when the Store
-	// fails, the caller gets [ErrStoreUnavailable] (503 with Retry-After
-	// over HTTP). Defaults to 3 seconds.
+	// StoreTimeout bounds every Store call, and every login as a whole
+	// (its wait for a hashing slot, its Store calls and the hooks it
+	// asks). Past it, or when the Store fails, the caller gets
+	// [ErrStoreUnavailable] (503 with Retry-After over HTTP). Defaults to
+	// 3 seconds.
 	StoreTimeout time.Duration
 
 	// NodeMember reports whether a host is a member of a network, for node
@@ -498,6 +500,12 @@ var errHashChangedTooOften = fmt.Errorf("%w: the password changed during the log
 // grant gets the time to put in the token.
 func (a *Authenticator) login(ctx context.Context, t loginTarget, password string,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
+	// One deadline for the whole login: its wait for a hashing slot, held
+	// by logins stuck in a slow Store, counts against it with its own
+	// Store calls, so that it answers within StoreTimeout however many
+	// logins queue before it.
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.StoreTimeout)
+	defer cancel()
 	if t.read != nil {
 		if handled, err := a.loginMachine(ctx, t, password, admit, grant); handled {
 			return err

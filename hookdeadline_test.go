@@ -41,3 +41,57 @@ func TestHooksUnderStoreDeadline(t *testing.T) {
 		}
 	}
 }
+
+// stuckStore is a Store whose updates hang until their context ends, as
+// on a paused database; it notes when each began and the deadline each
+// was given.
+type stuckStore struct {
+	*nmauth.MemoryStore
+	began     chan string
+	deadlines chan time.Time
+}
+
+func (s *stuckStore) UpdateUser(ctx context.Context, name string, fn func(*nmauth.User) error) error {
+	d, _ := ctx.Deadline()
+	s.deadlines <- d
+	s.began <- name
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestLoginDeadlineCoversTheQueue: a login that queues for the hashing
+// slot behind a login stuck in the Store answers within one Store
+// deadline of its start, its queueing included, rather than its wait and
+// then a deadline of its own.
+func TestLoginDeadlineCoversTheQueue(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	store := &stuckStore{MemoryStore: nmauth.NewMemoryStore(), began: make(chan string, 4), deadlines: make(chan time.Time, 4)}
+	f := newFixture(t, func(c *nmauth.Config) {
+		c.Store = store
+		c.StoreTimeout = timeout
+		c.PasswordHashConcurrency = 1
+	})
+	f.addUser("alice", "correct horse battery")
+	f.addUser("bob", "battery staple horse")
+	ctx := context.Background()
+	first := make(chan error, 1)
+	go func() { _, err := f.auth.LoginUser(ctx, "alice", "correct horse battery"); first <- err }()
+	<-store.began // alice holds the hashing slot, stuck in the Store
+	<-store.deadlines
+	start := time.Now()
+	_, err := f.auth.LoginUser(ctx, "bob", "battery staple horse")
+	if !errors.Is(err, nmauth.ErrStoreUnavailable) && !errors.Is(err, nmauth.ErrOverloaded) {
+		t.Fatalf("bob's login behind a stuck one: %v, want a 503 error", err)
+	}
+	select {
+	case d := <-store.deadlines:
+		// bob reached the Store: its deadline must be the one its login
+		// started with, not one counted from the end of its wait.
+		if limit := start.Add(timeout + timeout/2); d.After(limit) {
+			t.Errorf("bob's Store call had until %s after its login began, past the login's deadline of %s",
+				d.Sub(start).Round(time.Millisecond), timeout)
+		}
+	default:
+	}
+	<-first
+}

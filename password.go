@@ -144,6 +144,10 @@ func (h *passwordHasher) acquire(ctx context.Context) (release func(), err error
 		return func() { <-h.slots; <-h.tickets }, nil
 	case <-ctx.Done():
 		<-h.tickets
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The login's deadline passed in the queue: the server is busy.
+			return nil, &RetryError{Reason: ErrOverloaded, RetryAfter: overloadRetryAfter}
+		}
 		return nil, ctx.Err()
 	}
 }
