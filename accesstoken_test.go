@@ -17,34 +17,6 @@ import (
 
 const tokensPath = "/api/v1/users/access_token"
 
-// request sends method to path with an optional JSON body and bearer.
-func (f *fixture) request(method, path, bearer string, body any) reply {
-	f.t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	var req *http.Request
-	var err error
-	if rd != nil {
-		req, err = http.NewRequest(method, f.srv.URL+path, rd)
-		req.Header.Set("Content-Type", "application/json")
-	} else {
-		req, err = http.NewRequest(method, f.srv.URL+path, nil)
-	}
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	return f.send(req)
-}
-
 // createToken makes an access token over HTTP and returns it.
 func (f *fixture) createToken(bearer string, body map[string]any) string {
 	f.t.Helper()

@@ -260,6 +260,13 @@ func (r reply) response(t testing.TB) map[string]any {
 // do sends a POST with a JSON body (nil for none) and an optional bearer.
 func (f *fixture) do(path, bearer string, body any) reply {
 	f.t.Helper()
+	return f.request(http.MethodPost, path, bearer, body)
+}
+
+// request sends method to path with a JSON body (nil for none) and an
+// optional bearer.
+func (f *fixture) request(method, path, bearer string, body any) reply {
+	f.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -268,7 +275,7 @@ func (f *fixture) do(path, bearer string, body any) reply {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(http.MethodPost, f.srv.URL+path, rd)
+	req, err := http.NewRequest(method, f.srv.URL+path, rd)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -27,7 +27,10 @@ func TestHooksUnderStoreDeadline(t *testing.T) {
 	ctx := context.Background()
 	for name, login := range map[string]func() error{
 		"SecondFactor": func() error { _, err := f.auth.LoginUser(ctx, "alice", "correct horse battery"); return err },
-		"NodeMember":   func() error { _, err := f.auth.LoginNode(ctx, "net-1", testHostIDs[0], "", "host-password-1"); return err },
+		"NodeMember": func() error {
+			_, err := f.auth.LoginNode(ctx, "net-1", testHostIDs[0], "", "host-password-1")
+			return err
+		},
 	} {
 		done := make(chan error, 1)
 		go func() { done <- login() }()
