@@ -120,6 +120,50 @@ func (a *Authenticator) IssueUserToken(ctx context.Context, username string, sec
 	return UserLogin{UserName: name, AuthToken: tok}, nil
 }
 
+// errNoSecondFactor ends the update of [Authenticator.IssueLogin] for a
+// user without a second factor, who gets a user token instead.
+var errNoSecondFactor = errors.New("nmauth: no second factor")
+
+// IssueLogin answers as a right password would, for a user whom the
+// application proved by another first factor, such as single sign-on: a
+// user with TOTP on, or with a second factor of the application's
+// ([Config.SecondFactor]), gets a pre-auth token to redeem at
+// verify-totp or with [Authenticator.RedeemPreAuth], so that the second
+// factor is still asked; any other user gets a user token. An unknown or
+// disabled user is [ErrInvalidCredentials].
+func (a *Authenticator) IssueLogin(ctx context.Context, username string) (UserLogin, error) {
+	name, err := PrepareUsername(username)
+	if err != nil {
+		return UserLogin{}, err
+	}
+	other := false
+	if ask := a.askSecondFactor(name, &other); ask != nil {
+		if err := ask(ctx); err != nil {
+			return UserLogin{}, err
+		}
+	}
+	var out UserLogin
+	err = a.store.UpdateUser(ctx, name, func(u *User) error {
+		switch {
+		case u.Disabled:
+			return ErrInvalidCredentials
+		case !u.TOTPEnabled() && !other:
+			return errNoSecondFactor
+		}
+		var err error
+		out, err = a.grantPreAuth(u, a.now())
+		return err
+	})
+	switch {
+	case errors.Is(err, errNoSecondFactor):
+		return a.IssueUserToken(ctx, name, false)
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidCredentials):
+		a.emit(ctx, Event{Type: EventLoginFailed, Kind: KindUser, Name: name})
+		return UserLogin{}, ErrInvalidCredentials
+	}
+	return out, err
+}
+
 // LookupUser returns what [Authenticator.ListUsers] tells of the user
 // named username, or [ErrNotFound].
 func (a *Authenticator) LookupUser(ctx context.Context, username string) (UserInfo, error) {

@@ -1,0 +1,425 @@
+// Package sso logs nmauth users in through an OpenID Connect provider,
+// with the authorization-code flow, PKCE, state and nonce, on the routes
+// Netmaker's clients use:
+//
+//	GET /api/oauth/login     starts a browser login (the web UI's button)
+//	GET /api/oauth/callback  the provider sends the browser back here
+//	GET /api/oauth/headless  a websocket: nmctl context set --sso
+//
+// An identity links to an nmauth user by its issuer and subject, which a
+// provider keeps when the user's e-mail changes. The login it earns is the
+// one a right password earns ([nmauth.Authenticator.IssueLogin]): a user
+// token with the user's revocation, or, for a user with a second factor,
+// a pre-auth token to redeem at verify-totp. It is a package of its own so
+// that an application without single sign-on compiles none of its
+// dependencies: coreos/go-oidc, which checks the provider's ID tokens
+// (issuer, audience, expiry, signature by the provider's published keys),
+// golang.org/x/oauth2 and coder/websocket.
+package sso
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/nmauth/nmauth"
+)
+
+// Config sets up single sign-on with one provider.
+type Config struct {
+	// Auth issues the logins.
+	Auth *nmauth.Authenticator
+	// Store keeps the pending logins, so that any replica may take the
+	// provider's callback and each state is used once, and the links of
+	// identities to users. Required.
+	Store Store
+	// Issuer is the provider's issuer URL; its discovery document is read
+	// at New.
+	Issuer string
+	// ClientID and ClientSecret are the client's at the provider.
+	ClientID, ClientSecret string
+	// RedirectURL is this server's callback as the provider knows it,
+	// ending in /api/oauth/callback.
+	RedirectURL string
+	// Scopes asked besides openid; default email and profile.
+	Scopes []string
+	// CreateUsers makes an nmauth user at the first login of an identity
+	// linked to none, named by its preferred_username or e-mail. Off by
+	// default: an identity then logs in only once linked ([SSO.Link]).
+	// A user of that name that exists already is never linked to it by
+	// this: that would hand the account to whoever holds the name at the
+	// provider.
+	CreateUsers bool
+	// AllowedDomains, when not empty, admits only identities whose e-mail
+	// the provider has verified and whose domain is one of these.
+	AllowedDomains []string
+	// RequiredGroup, when set, admits only identities whose GroupsClaim
+	// holds it.
+	RequiredGroup string
+	// GroupsClaim names the claim of the groups; default "groups".
+	GroupsClaim string
+	// OnLogin, when set, sees every identity that passed the checks,
+	// before its login is issued, so that an application can map its
+	// groups to roles of its own; an error refuses the login (403).
+	OnLogin func(ctx context.Context, id Identity) error
+	// CompleteURL is where a browser goes once logged in, the login in the
+	// URL's fragment (which no server or log sees): authToken and
+	// userName, or preAuthToken and userName when a second factor is
+	// asked. Default "/".
+	CompleteURL string
+	// PendingTTL bounds how long a login may take at the provider;
+	// default 5 minutes. MaxHeadless bounds the headless logins that
+	// wait at once on this replica; default 64.
+	PendingTTL  time.Duration
+	MaxHeadless int
+	// HTTPClient reaches the provider; default http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Identity is what the provider said of a user, checked.
+type Identity struct {
+	Issuer, Subject string
+	Email           string
+	EmailVerified   bool
+	Groups          []string
+	// Claims are all the ID token's claims, and the userinfo's when the
+	// ID token carried no e-mail.
+	Claims map[string]any
+	// UserName is the nmauth user the identity is linked to.
+	UserName string
+}
+
+// SSO serves the routes of single sign-on.
+type SSO struct {
+	cfg      Config
+	oauth    oauth2.Config
+	provider *oidc.Provider
+	verifier *oidc.IDTokenVerifier
+	headless atomic.Int64
+	secure   bool // the redirect URL is https: the binding cookie is Secure
+}
+
+// The errors of a callback: each a 4xx, and no token.
+var (
+	errState    = errors.New("sso: unknown, expired or used state")
+	errBinding  = errors.New("sso: the login was started by another browser")
+	errExchange = errors.New("sso: the provider refused the code")
+	errIDToken  = errors.New("sso: the provider's ID token does not verify")
+	errNonce    = errors.New("sso: the ID token's nonce is not the login's")
+	errDomain   = errors.New("sso: the e-mail is not verified or not in an allowed domain")
+	errGroup    = errors.New("sso: the identity lacks the required group")
+	errNoLink   = errors.New("sso: no user is linked to this identity")
+	errTaken    = errors.New("sso: a user of that name exists and is not linked to this identity")
+	errRefused  = errors.New("sso: the login was refused")
+)
+
+// New reads the provider's discovery document and returns the routes.
+func New(ctx context.Context, cfg Config) (*SSO, error) {
+	if cfg.Auth == nil || cfg.Store == nil || cfg.Issuer == "" || cfg.ClientID == "" || cfg.RedirectURL == "" {
+		return nil, errors.New("sso: Auth, Store, Issuer, ClientID and RedirectURL are required")
+	}
+	if cfg.Scopes == nil {
+		cfg.Scopes = []string{"email", "profile"}
+	}
+	if cfg.GroupsClaim == "" {
+		cfg.GroupsClaim = "groups"
+	}
+	if cfg.CompleteURL == "" {
+		cfg.CompleteURL = "/"
+	}
+	if cfg.PendingTTL == 0 {
+		cfg.PendingTTL = 5 * time.Minute
+	}
+	if cfg.MaxHeadless == 0 {
+		cfg.MaxHeadless = 64
+	}
+	if cfg.HTTPClient != nil {
+		ctx = oidc.ClientContext(ctx, cfg.HTTPClient)
+	}
+	redirect, err := url.Parse(cfg.RedirectURL)
+	if err != nil {
+		return nil, fmt.Errorf("sso: RedirectURL: %w", err)
+	}
+	provider, err := oidc.NewProvider(ctx, cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("sso: discovery of %s: %w", cfg.Issuer, err)
+	}
+	return &SSO{
+		cfg:      cfg,
+		provider: provider,
+		verifier: provider.Verifier(&oidc.Config{ClientID: cfg.ClientID}),
+		secure:   redirect.Scheme == "https",
+		oauth: oauth2.Config{
+			ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
+			Endpoint: provider.Endpoint(), Scopes: append([]string{oidc.ScopeOpenID}, cfg.Scopes...),
+		},
+	}, nil
+}
+
+// Handler serves the three routes; mount it at /api/oauth/.
+func (s *SSO) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/oauth/login", s.serveLogin)
+	mux.HandleFunc("GET /api/oauth/callback", s.serveCallback)
+	mux.HandleFunc("GET /api/oauth/headless", s.serveHeadless)
+	return mux
+}
+
+// Link links an identity to an existing user, so that it logs in as that
+// user. An identity links to one user; linking it again moves it.
+func (s *SSO) Link(ctx context.Context, issuer, subject, username string) error {
+	info, err := s.cfg.Auth.LookupUser(ctx, username)
+	if err != nil {
+		return err
+	}
+	return s.cfg.Store.AddLink(ctx, issuer, subject, info.Name)
+}
+
+// bindingCookie carries the random value that binds a browser login to
+// the browser that started it.
+const bindingCookie = "nmauth_sso"
+
+// begin makes a pending login and returns the provider's URL for it.
+func (s *SSO) begin(ctx context.Context, binding string, headless bool) (state, authURL string, err error) {
+	state, nonce := randomString(), randomString()
+	verifier := oauth2.GenerateVerifier()
+	p := Pending{Nonce: nonce, Verifier: verifier, Binding: digest(binding), Headless: headless,
+		Expires: time.Now().Add(s.cfg.PendingTTL)}
+	if err := s.cfg.Store.PutState(ctx, state, p); err != nil {
+		return "", "", err
+	}
+	return state, s.oauth.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)), nil
+}
+
+func (s *SSO) serveLogin(w http.ResponseWriter, r *http.Request) {
+	binding := randomString()
+	_, authURL, err := s.begin(r.Context(), binding, false)
+	if err != nil {
+		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: bindingCookie, Value: binding, Path: "/api/oauth/", HttpOnly: true,
+		Secure: s.secure, SameSite: http.SameSiteLaxMode, MaxAge: int(s.cfg.PendingTTL / time.Second)})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, authURL, http.StatusFound)
+}
+
+func (s *SSO) serveCallback(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	state := q.Get("state")
+	p, err := s.cfg.Store.TakeState(r.Context(), state, time.Now())
+	switch {
+	case errors.Is(err, nmauth.ErrNotFound) || state == "":
+		s.refuse(w, r, http.StatusBadRequest, errState)
+		return
+	case err != nil:
+		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+		return
+	}
+	if !p.Headless {
+		http.SetCookie(w, &http.Cookie{Name: bindingCookie, Path: "/api/oauth/", MaxAge: -1, HttpOnly: true, Secure: s.secure})
+		c, cerr := r.Cookie(bindingCookie)
+		if cerr != nil || subtle.ConstantTimeCompare([]byte(digest(c.Value)), []byte(p.Binding)) != 1 {
+			s.refuse(w, r, http.StatusBadRequest, errBinding)
+			return
+		}
+	}
+	login, status, err := s.finish(r.Context(), q, p)
+	if p.Headless {
+		s.answerHeadless(w, r, state, login, err)
+		return
+	}
+	if err != nil {
+		s.refuse(w, r, status, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, s.cfg.CompleteURL+"#"+fragment(login), http.StatusFound)
+}
+
+// finish turns the provider's answer into a login: the code exchanged
+// with the login's PKCE verifier, the ID token verified and its nonce
+// checked, the identity checked against the options and linked to a
+// user. It returns the status to refuse with.
+func (s *SSO) finish(ctx context.Context, q url.Values, p Pending) (nmauth.UserLogin, int, error) {
+	if e := q.Get("error"); e != "" {
+		return nmauth.UserLogin{}, http.StatusForbidden, fmt.Errorf("%w: the provider answered %q", errRefused, e)
+	}
+	if s.cfg.HTTPClient != nil {
+		ctx = oidc.ClientContext(ctx, s.cfg.HTTPClient)
+	}
+	tok, err := s.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(p.Verifier))
+	if err != nil {
+		return nmauth.UserLogin{}, http.StatusBadRequest, errExchange
+	}
+	id, err := s.identify(ctx, tok, p.Nonce)
+	if err != nil {
+		return nmauth.UserLogin{}, http.StatusBadRequest, err
+	}
+	if err := s.admit(id); err != nil {
+		return nmauth.UserLogin{}, http.StatusForbidden, err
+	}
+	if id.UserName, err = s.user(ctx, id); err != nil {
+		return nmauth.UserLogin{}, statusOf(err), err
+	}
+	if s.cfg.OnLogin != nil {
+		if err := s.cfg.OnLogin(ctx, id); err != nil {
+			return nmauth.UserLogin{}, http.StatusForbidden, fmt.Errorf("%w: %w", errRefused, err)
+		}
+	}
+	login, err := s.cfg.Auth.IssueLogin(ctx, id.UserName)
+	if errors.Is(err, nmauth.ErrInvalidCredentials) {
+		return nmauth.UserLogin{}, http.StatusForbidden, fmt.Errorf("%w: the user is disabled", errRefused)
+	}
+	return login, statusOf(err), err
+}
+
+// identify verifies the ID token of tok and reads the identity from it,
+// and from the userinfo endpoint when it carries no e-mail.
+func (s *SSO) identify(ctx context.Context, tok *oauth2.Token, nonce string) (Identity, error) {
+	raw, _ := tok.Extra("id_token").(string)
+	idt, err := s.verifier.Verify(ctx, raw)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: %w", errIDToken, err)
+	}
+	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(nonce)) != 1 {
+		return Identity{}, errNonce
+	}
+	claims := map[string]any{}
+	if err := idt.Claims(&claims); err != nil {
+		return Identity{}, fmt.Errorf("%w: %w", errIDToken, err)
+	}
+	if _, ok := claims["email"]; !ok {
+		info, err := s.provider.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+		if err == nil && info.Subject == idt.Subject {
+			var extra map[string]any
+			if info.Claims(&extra) == nil {
+				for k, v := range extra {
+					if _, ok := claims[k]; !ok {
+						claims[k] = v
+					}
+				}
+			}
+		}
+	}
+	id := Identity{Issuer: idt.Issuer, Subject: idt.Subject, Claims: claims}
+	id.Email, _ = claims["email"].(string)
+	id.EmailVerified, _ = claims["email_verified"].(bool)
+	if groups, ok := claims[s.cfg.GroupsClaim].([]any); ok {
+		for _, g := range groups {
+			if gs, ok := g.(string); ok {
+				id.Groups = append(id.Groups, gs)
+			}
+		}
+	}
+	return id, nil
+}
+
+// admit checks the identity against AllowedDomains and RequiredGroup.
+func (s *SSO) admit(id Identity) error {
+	if len(s.cfg.AllowedDomains) > 0 {
+		_, domain, ok := strings.Cut(id.Email, "@")
+		if !ok || !id.EmailVerified || !slices.ContainsFunc(s.cfg.AllowedDomains, func(d string) bool { return strings.EqualFold(d, domain) }) {
+			return errDomain
+		}
+	}
+	if s.cfg.RequiredGroup != "" && !slices.Contains(id.Groups, s.cfg.RequiredGroup) {
+		return errGroup
+	}
+	return nil
+}
+
+// user finds the user the identity is linked to, or with CreateUsers
+// makes one.
+func (s *SSO) user(ctx context.Context, id Identity) (string, error) {
+	name, err := s.cfg.Store.Link(ctx, id.Issuer, id.Subject)
+	if err == nil || !errors.Is(err, nmauth.ErrNotFound) {
+		return name, err
+	}
+	if !s.cfg.CreateUsers {
+		return "", errNoLink
+	}
+	want, _ := id.Claims["preferred_username"].(string)
+	if want == "" {
+		want = id.Email
+	}
+	if want == "" {
+		return "", errNoLink
+	}
+	// The user's password is random and never shown: the user logs in
+	// through the provider, or has one set by an administrator.
+	err = s.cfg.Auth.CreateUser(ctx, want, randomString()+randomString())
+	if errors.Is(err, nmauth.ErrExists) {
+		return "", errTaken
+	}
+	if err != nil {
+		return "", err
+	}
+	info, err := s.cfg.Auth.LookupUser(ctx, want)
+	if err != nil {
+		return "", err
+	}
+	return info.Name, s.cfg.Store.AddLink(ctx, id.Issuer, id.Subject, info.Name)
+}
+
+// statusOf is the status of an error of finish that is not a refusal.
+func statusOf(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.Is(err, errNoLink), errors.Is(err, errTaken):
+		return http.StatusForbidden
+	case errors.Is(err, nmauth.ErrInvalidUsername):
+		return http.StatusForbidden
+	}
+	return http.StatusServiceUnavailable
+}
+
+// refuse answers a refused callback in the wire profile's envelope.
+func (s *SSO) refuse(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if status >= 500 {
+		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+		return
+	}
+	s.cfg.Auth.WriteResponse(w, r, status, strings.TrimPrefix(err.Error(), "sso: "), nil)
+}
+
+// fragment is the login in a URL fragment.
+func fragment(l nmauth.UserLogin) string {
+	v := url.Values{"userName": {l.UserName}}
+	if l.PreAuthToken != "" {
+		v.Set("preAuthToken", l.PreAuthToken)
+	} else {
+		v.Set("authToken", l.AuthToken)
+	}
+	return v.Encode()
+}
+
+func randomString() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// digest is what the store keeps of a binding value.
+func digest(v string) string {
+	if v == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(sum[:])
+}
