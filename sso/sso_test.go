@@ -390,4 +390,3 @@ func code(t *testing.T, secret string, at time.Time) string {
 	}
 	return c
 }
-
