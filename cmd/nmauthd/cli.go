@@ -54,6 +54,11 @@ type options struct {
 	passkeyOrigins stringList
 	passwordless   bool
 
+	// Single sign-on (see sso.go).
+	ssoIssuer, ssoClientID, ssoRedirectURL, ssoGroup string
+	ssoCreateUsers                                   bool
+	ssoDomains                                       stringList
+
 	// An access token's expiry and scope (see tokens.go).
 	expires  string
 	readOnly bool
@@ -80,8 +85,9 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless"}, run: serve,
-		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless)"},
+	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
+		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group"}, run: serve,
+		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -159,6 +165,12 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.passwordless, "passwordless", false, "let a discoverable passkey log in without password (on with --dev)")
 	fs.StringVar(&o.expires, "expires", "", "when the access token expires: an RFC 3339 time, or a lifetime such as 720h or 90d (default 90d)")
 	fs.BoolVar(&o.readOnly, "read-only", false, "limit the access token to reads")
+	fs.StringVar(&o.ssoIssuer, "sso-issuer", "", "log users in through this OpenID provider (client secret in $NMAUTH_SSO_CLIENT_SECRET)")
+	fs.StringVar(&o.ssoClientID, "sso-client-id", "", "this server's client id at the OpenID provider")
+	fs.StringVar(&o.ssoRedirectURL, "sso-redirect-url", "", "this server's callback as the provider knows it: https://HOST/api/oauth/callback")
+	fs.BoolVar(&o.ssoCreateUsers, "sso-create-users", false, "make a user at the first SSO login of an identity linked to none")
+	fs.Var(&o.ssoDomains, "sso-domain", "admit only verified e-mails of this domain; repeatable")
+	fs.StringVar(&o.ssoGroup, "sso-group", "", "admit only identities whose groups claim holds this group")
 	return fs
 }
 

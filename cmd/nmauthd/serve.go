@@ -170,6 +170,10 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		ln.Close()
 		return err
 	}
+	if err := addSSORoutes(ctx, mux, b, o, c.log); err != nil {
+		ln.Close()
+		return err
+	}
 	var h http.Handler = mux
 	if m != nil {
 		h = m.handler(h)

@@ -477,6 +477,34 @@
     });
   }
 
+  // showSSO shows the SSO button when the server has single sign-on on.
+  async function showSSO() {
+    try {
+      const resp = await fetch("/api/oauth/enabled", { cache: "no-store", credentials: "omit" });
+      $("sso-login").hidden = resp.status !== 204;
+    } catch {
+      $("sso-login").hidden = true;
+    }
+  }
+
+  // takeSSOLogin takes the login an SSO callback put in the page's
+  // fragment, and removes it from the address bar and the history at once.
+  function takeSSOLogin() {
+    if (location.hash.length < 2) return;
+    const v = new URLSearchParams(location.hash.slice(1));
+    history.replaceState(null, "", location.pathname + location.search);
+    const user = v.get("userName");
+    if (!user) return;
+    if (v.get("preAuthToken")) {
+      openPrompt(user, v.get("preAuthToken"));
+      say("Signed in with SSO. Enter a code to finish logging in.", "ok");
+      return;
+    }
+    if (v.get("authToken")) {
+      run($("user-login"), "SSO login", () => startSession(v.get("authToken"), "Logged in as " + user + " with SSO."));
+    }
+  }
+
   // onLogout revokes the session's token on the server, then forgets it;
   // the page forgets it even when the server cannot be told.
   function onLogout(ev) {
@@ -661,6 +689,9 @@
   $("passkey-login-start").addEventListener("click", onPasskeyLogin);
   $("code-prompt-passkey").addEventListener("click", onPasskeySecondFactor);
   $("passkey-login").hidden = !passkeysSupported;
+  $("sso-login-start").addEventListener("click", () => { window.location.assign("/api/oauth/login"); });
+  showSSO();
+  takeSSOLogin();
   $("whoami-refresh").addEventListener("click", (ev) => {
     run(ev.currentTarget.parentElement, "Refreshing the session", async () => {
       if (token === "") throw new Error("not logged in");

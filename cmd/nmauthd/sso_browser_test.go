@@ -1,0 +1,93 @@
+package main
+
+import (
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/zitadel/oidc/v3/example/server/exampleop"
+	"github.com/zitadel/oidc/v3/example/server/storage"
+)
+
+// ssoProvider starts a real OpenID provider, zitadel/oidc's op package
+// with its example storage and login page, over loopback, with one user
+// (ann, op-password-1) and one client for a server whose callback is
+// redirectURL. It returns the issuer.
+func ssoProvider(t *testing.T, clientID, redirectURL string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := "http://" + ln.Addr().String()
+	path := filepath.Join(t.TempDir(), "users.json")
+	users := `{"id1": {"ID": "id1", "Username": "ann", "Password": "op-password-1", "Email": "ann@example.com", "EmailVerified": true, "PreferredLanguage": "en"}}`
+	if err := os.WriteFile(path, []byte(users), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store, err := storage.StoreFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storage.RegisterClients(storage.WebClient(clientID, "sso-client-secret", redirectURL))
+	srv := httptest.NewUnstartedServer(exampleop.SetupServer(issuer, storage.NewStorage(store), nil, false))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return issuer
+}
+
+// freeAddr is a loopback address with a port free now, for a server whose
+// address the provider must know before it starts.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// TestBrowserSSO drives the demo page in headless Chromium through single
+// sign-on: the page shows its SSO button, the provider's login page takes
+// the provider's user and password, and the page comes back logged in as
+// the user nmauthd made for the identity (--sso-create-users), with the
+// login gone from the address bar.
+func TestBrowserSSO(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		requireCI(t, "the browser test needs Chromium at "+chromiumPath+
+			" (Debian: apt-get install --no-install-recommends chromium chromium-driver)")
+	}
+	addr := freeAddr(t)
+	issuer := ssoProvider(t, "nmauthd-browser", "http://"+addr+"/api/oauth/callback")
+	dir := t.TempDir()
+	env := baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SSO_CLIENT_SECRET=sso-client-secret")
+	db := filepath.Join(dir, "nmauth.db")
+	seed(t, dir, env, db)
+	d := startDaemon(t, dir, env, "--db", db, "--addr", addr, "--sso-issuer", issuer, "--sso-client-id", "nmauthd-browser",
+		"--sso-redirect-url", "http://"+addr+"/api/oauth/callback", "--sso-create-users")
+	p := openPage(t, d.url+"/")
+	p.do("wait for the SSO button", chromedp.WaitVisible(chromedp.ID("sso-login-start")))
+	p.do("log in at the provider",
+		chromedp.Click(chromedp.ID("sso-login-start")),
+		chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), "ann"),
+		chromedp.SendKeys(chromedp.ID("password"), "op-password-1"),
+		chromedp.Submit(chromedp.ID("password")),
+		chromedp.WaitVisible(chromedp.ID("session")))
+	if status := p.text("status"); !strings.Contains(status, "Logged in as ann with SSO.") {
+		t.Fatalf("the page says %q", status)
+	}
+	p.wantPrincipal(map[string]string{"kind": "user", "name": "ann", "totp": "no"})
+	if hash := evaluate[string](p, "location.hash"); hash != "" {
+		t.Errorf("the login stays in the address bar: %q", hash)
+	}
+	p.noTokenInPage()
+	p.checkConsole()
+}
