@@ -91,8 +91,9 @@ type server struct {
 }
 
 // startServer seeds a fresh database and serves it in profile on a free
-// loopback port until the test ends.
-func startServer(t *testing.T, profile string) *server {
+// loopback port until the test ends. extra holds more flags of serve, each
+// as --name=value, and NAME=VALUE settings of its environment.
+func startServer(t *testing.T, profile string, extra ...string) *server {
 	t.Helper()
 	bin, _ := binaries(t)
 	dir := t.TempDir()
@@ -112,7 +113,15 @@ func startServer(t *testing.T, profile string) *server {
 	run(userPassword, "user", "add", "alice")
 	run(hostPassword, "host", "add", hostID, "--network", "net-1")
 
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-json", "--wire", profile)
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--log-json", "--wire", profile}
+	for _, x := range extra {
+		if strings.HasPrefix(x, "-") {
+			args = append(args, x)
+		} else {
+			env = append(env, x)
+		}
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Env = dir, env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
