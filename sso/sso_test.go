@@ -51,6 +51,7 @@ type world struct {
 	app    *httptest.Server
 	auth   *nmauth.Authenticator
 	sso    *sso.SSO
+	cfg    sso.Config
 	issuer string
 }
 
@@ -95,6 +96,7 @@ func newWorld(t *testing.T, tweak func(*sso.Config)) *world {
 	if w.sso, err = sso.New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
+	w.cfg = cfg
 	mux := http.NewServeMux()
 	mux.Handle("/api/oauth/", w.sso.Handler())
 	mux.HandleFunc("/done", func(http.ResponseWriter, *http.Request) {})
@@ -341,14 +343,33 @@ func TestSecondFactorStillAsked(t *testing.T) {
 	}
 }
 
+// replica serves the same routes as w's application, over the same
+// Store, as another replica would; it returns its URL.
+func (w *world) replica(tweak func(*sso.Config)) string {
+	cfg := w.cfg
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	s, err := sso.New(context.Background(), cfg)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	w.t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // TestHeadless: nmctl's protocol over the websocket: the URL to visit,
 // then "JWT: <token>" once the browser has logged in, then a normal close.
+// The websocket is on one replica and the provider's callback reaches
+// another: the token goes through the Store.
 func TestHeadless(t *testing.T) {
 	w := newWorld(t, nil)
 	w.link("id1", "alice")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(w.app.URL, "http")+"/api/oauth/headless", nil)
+	other := w.replica(nil)
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(other, "http")+"/api/oauth/headless", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,4 +410,42 @@ func code(t *testing.T, secret string, at time.Time) string {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestHeadlessRefusals: a user with a second factor gets a message saying
+// why, not a token; past MaxHeadless waiting logins a replica answers 503.
+func TestHeadlessRefusals(t *testing.T) {
+	w := newWorld(t, func(c *sso.Config) { c.MaxHeadless = 1 })
+	w.link("id1", "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	master := nmauth.Principal{Kind: nmauth.KindMaster}
+	e, err := w.auth.InitTOTP(ctx, master, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.auth.CompleteTOTP(ctx, master, "alice", e.URL, e.Signature, code(t, mustSecret(t, e.URL), time.Now()), ""); err != nil {
+		t.Fatal(err)
+	}
+	ws := "ws" + strings.TrimPrefix(w.app.URL, "http") + "/api/oauth/headless"
+	conn, _, err := websocket.Dial(ctx, ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	_, first, err := conn.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, resp, err := websocket.Dial(ctx, ws, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a second headless login past MaxHeadless: %v, want 503", err)
+	}
+	b := newBrowser(t)
+	if status, _, _ := b.get(b.toCallback(w, string(first), "alice")); status != http.StatusForbidden {
+		t.Fatalf("the callback of a headless login of a TOTP user: %d, want 403", status)
+	}
+	_, msg, err := conn.Read(ctx)
+	if err != nil || strings.HasPrefix(string(msg), "JWT: ") || !strings.Contains(string(msg), "second factor") {
+		t.Fatalf("message %q, %v; want a refusal naming the second factor", msg, err)
+	}
 }
