@@ -355,6 +355,11 @@ func (s *SSO) user(ctx context.Context, id Identity) (string, error) {
 	}
 	want, _ := id.Claims["preferred_username"].(string)
 	if want == "" {
+		// The e-mail names the user only when the provider verified it:
+		// else anyone could claim another's address at the provider.
+		if !id.EmailVerified {
+			return "", errDomain
+		}
 		want = id.Email
 	}
 	if want == "" {
@@ -381,7 +386,7 @@ func statusOf(err error) int {
 	switch {
 	case err == nil:
 		return http.StatusOK
-	case errors.Is(err, errNoLink), errors.Is(err, errTaken):
+	case errors.Is(err, errNoLink), errors.Is(err, errTaken), errors.Is(err, errDomain):
 		return http.StatusForbidden
 	case errors.Is(err, nmauth.ErrInvalidUsername):
 		return http.StatusForbidden
