@@ -118,8 +118,8 @@ type Config struct {
 	RefuseMACChange bool
 
 	// StoreTimeout bounds every Store call, and every login as a whole
-	// (its wait for a hashing slot, its Store calls and the hooks it
-	// asks). Past it, or when the Store fails, the caller gets
+	// but the time of its password hash (its wait for a hashing slot,
+	// its Store calls and the hooks it asks). Past it, or when the Store fails, the caller gets
 	// [ErrStoreUnavailable] (503 with Retry-After over HTTP). Defaults to
 	// 3 seconds.
 	StoreTimeout time.Duration
@@ -500,11 +500,13 @@ var errHashChangedTooOften = fmt.Errorf("%w: the password changed during the log
 // grant gets the time to put in the token.
 func (a *Authenticator) login(ctx context.Context, t loginTarget, password string,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
-	// One deadline for the whole login: its wait for a hashing slot, held
-	// by logins stuck in a slow Store, counts against it with its own
-	// Store calls, so that it answers within StoreTimeout however many
-	// logins queue before it.
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.StoreTimeout)
+	// One deadline for the whole login but its hashing: its wait for a
+	// hashing slot, held by logins stuck in a slow Store, counts against
+	// it with its own Store calls and hooks, so that it answers within
+	// StoreTimeout (and the time of its hash) however many logins queue
+	// before it.
+	parent := ctx
+	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
 	if t.read != nil {
 		if handled, err := a.loginMachine(ctx, t, password, admit, grant); handled {
@@ -538,7 +540,10 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 	case err != nil:
 		return err
 	}
+	deadline, _ := ctx.Deadline()
 	for changes := 0; ; changes++ {
+		left := time.Until(deadline)
+		hashed := time.Now()
 		ok, upgrade, err := a.checkCredential(t, hash, password)
 		if err != nil {
 			return err
@@ -549,25 +554,38 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 			return ErrInvalidCredentials
 		}
-		if admit != nil {
-			if err := admit(ctx); err != nil {
-				return a.refuseRightPassword(ctx, t, hash, client, err)
-			}
-		}
-		current, err := a.grantLogin(ctx, t, hash, a.newCredential(t, hash, password, upgrade), client, grant)
+		// The hash's own time does not count against the deadline.
+		deadline = deadline.Add(time.Since(hashed))
+		current, err := a.admitAndGrant(parent, left, t, hash, a.newCredential(t, hash, password, upgrade), client, admit, grant)
 		switch {
 		case errors.Is(err, errHashChanged) && changes < maxHashChanges:
 			hash = current
 			continue
 		case errors.Is(err, errHashChanged):
 			return errHashChangedTooOften
-		case errors.Is(err, ErrForbidden):
-			// grant refused a right password (a MAC address change the
-			// host may not make): no failure either.
-			return a.refuseRightPassword(ctx, t, hash, client, err)
 		}
 		return err
 	}
+}
+
+// admitAndGrant runs the steps of a login after its password's hash,
+// admit and grantLogin, in the time left of the login's deadline. A right
+// password that admit or grant refuses (a MAC address change the host may
+// not make, say) is no failure either.
+func (a *Authenticator) admitAndGrant(parent context.Context, left time.Duration, t loginTarget, hash, credential, client string,
+	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (string, error) {
+	ctx, cancel := context.WithTimeout(parent, left)
+	defer cancel()
+	if admit != nil {
+		if err := admit(ctx); err != nil {
+			return "", a.refuseRightPassword(ctx, t, hash, client, err)
+		}
+	}
+	current, err := a.grantLogin(ctx, t, hash, credential, client, grant)
+	if errors.Is(err, ErrForbidden) {
+		return "", a.refuseRightPassword(ctx, t, hash, client, err)
+	}
+	return current, err
 }
 
 // loginMachine is the login of a host whose stored credential is a
