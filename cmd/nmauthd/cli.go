@@ -102,6 +102,8 @@ var commands = []command{
 		help: "list the user's passkeys: name, creation, last use, sign count"},
 	{name: "user passkeys-reset", args: []string{"NAME"}, run: userPasskeysReset,
 		help: "remove all of the user's passkeys and revoke the user's tokens"},
+	{name: "user sso-link", args: []string{"NAME", "ISSUER", "SUBJECT"}, run: userSSOLink,
+		help: "let the identity SUBJECT of the OpenID provider ISSUER log in as the user by single sign-on"},
 	{name: "host add", args: []string{"ID"}, flags: []string{"mac", "network"}, run: hostAdd,
 		help: "add a host (--mac, --network); password from stdin, or generated and printed"},
 	{name: "host import", run: hostImport,

@@ -51,3 +51,25 @@ func addSSORoutes(ctx context.Context, mux *http.ServeMux, b *backend, o *option
 	log.Info("single sign-on on", "issuer", o.ssoIssuer, "create_users", o.ssoCreateUsers)
 	return nil
 }
+
+// userSSOLink links an identity of an OpenID provider to an existing user,
+// so that its single sign-on logs in as that user: the issuer as the
+// provider names itself, and the identity's subject there.
+func userSSOLink(ctx context.Context, c *cli, o *options, args []string) error {
+	name, issuer, subject := args[0], args[1], args[2]
+	return c.withBackend(ctx, o, func(b *backend) error {
+		info, err := b.auth.LookupUser(ctx, name)
+		if err != nil {
+			return adminError("user", name, err)
+		}
+		store, err := sso.NewSQLStore(ctx, b.db.db, b.db.dialect)
+		if err != nil {
+			return err
+		}
+		if err := store.AddLink(ctx, issuer, subject, info.Name); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "user %q: single sign-on as %s at %s\n", info.Name, subject, issuer)
+		return nil
+	})
+}

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"io"
 	"net"
+	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,4 +100,57 @@ func TestBrowserSSO(t *testing.T) {
 	}
 	p.noTokenInPage()
 	p.checkConsole()
+}
+
+// TestSSOLinkCommand links a provider's identity to an existing user with
+// "nmauthd user sso-link", and the browser's SSO login then logs in as
+// that user, though --sso-create-users is off.
+func TestSSOLinkCommand(t *testing.T) {
+	addr := freeAddr(t)
+	callback := "http://" + addr + "/api/oauth/callback"
+	issuer := ssoProvider(t, "nmauthd-link", callback)
+	dir := t.TempDir()
+	env := baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SSO_CLIENT_SECRET=sso-client-secret")
+	db := filepath.Join(dir, "nmauth.db")
+	a := seed(t, dir, env, db)
+	if r := runNmauthd(t, dir, env, "", "--db", db, "user", "sso-link", "nobody", issuer, "id1"); r.code != 1 {
+		t.Fatalf("sso-link of an unknown user: exit %d", r.code)
+	}
+	out := mustRun(t, dir, env, "", "--db", db, "user", "sso-link", a.user, issuer, "id1")
+	if !strings.Contains(out, a.user) {
+		t.Fatalf("sso-link printed %q", out)
+	}
+	d := startDaemon(t, dir, env, "--db", db, "--addr", addr, "--sso-issuer", issuer, "--sso-client-id", "nmauthd-link",
+		"--sso-redirect-url", callback)
+	if got := ssoLogin(t, d.url, issuer, "ann", "op-password-1"); got != a.user {
+		t.Fatalf("the SSO login logged in as %q, want %q", got, a.user)
+	}
+}
+
+var authRequestID = regexp.MustCompile(`name="id" value="([^"]+)"`)
+
+// ssoLogin is a browser without JavaScript: it starts the SSO login at
+// base, logs in at the provider, follows the redirects back, and returns
+// the user name the page was sent in the fragment, "" for none.
+func ssoLogin(t *testing.T, base, issuer, user, password string) string {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	resp, err := client.Get(base + "/api/oauth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := authRequestID.FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no login form at the provider: %.300s", body)
+	}
+	resp, err = client.PostForm(issuer+"/login/username", url.Values{"id": {string(m[1])}, "username": {user}, "password": {password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	v, _ := url.ParseQuery(resp.Request.URL.Fragment)
+	return v.Get("userName")
 }
