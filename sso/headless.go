@@ -16,6 +16,18 @@ import (
 // its result, which the replica that took the callback stores.
 const resultPoll = 300 * time.Millisecond
 
+// The results of a headless login as the Store keeps them: the user to log
+// in, or why not. The token itself is never stored: the replica that holds
+// the websocket issues it, so that no token rests in the database.
+const (
+	resultUser    = "user:"
+	resultRefusal = "refused:"
+)
+
+// errTerminalSecondFactor refuses a headless login of a user with a
+// second factor, which a terminal cannot be asked for.
+var errTerminalSecondFactor = errors.New("sso: this user has a second factor, which a terminal login cannot ask for; log in with the password and code")
+
 // serveHeadless runs nmctl's headless login over a websocket: the first
 // text message is the URL to visit; once the provider sends the browser
 // back, to this replica or another, the message "JWT: <token>" carries
@@ -55,34 +67,53 @@ func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-tick.C:
 		}
-		text, err := s.cfg.Store.TakeResult(ctx, state, time.Now())
+		result, err := s.cfg.Store.TakeResult(ctx, state, time.Now())
 		if errors.Is(err, nmauth.ErrNotFound) || errors.Is(err, context.Canceled) {
 			continue
 		}
 		if err == nil {
-			conn.Write(ctx, websocket.MessageText, []byte(text))
+			conn.Write(ctx, websocket.MessageText, []byte(s.terminalMessage(ctx, result)))
 		}
 		conn.Close(websocket.StatusNormalClosure, "")
 		return
 	}
 }
 
-// answerHeadless stores the end of a headless login for its websocket and
-// tells the browser that the terminal has it.
-func (s *SSO) answerHeadless(w http.ResponseWriter, r *http.Request, state string, login nmauth.UserLogin, err error) {
-	text := "JWT: " + login.AuthToken
+// terminalMessage is what nmctl is sent for a stored result: the token of
+// the user to log in, or the reason for a refusal.
+func (s *SSO) terminalMessage(ctx context.Context, result string) string {
+	name, ok := strings.CutPrefix(result, resultUser)
+	if !ok {
+		return "login refused: " + strings.TrimPrefix(result, resultRefusal)
+	}
+	login, _, err := s.issue(ctx, name)
 	switch {
 	case err != nil:
-		text = "login refused: " + strings.TrimPrefix(err.Error(), "sso: ")
+		return "login refused: " + strings.TrimPrefix(err.Error(), "sso: ")
 	case login.AuthToken == "":
-		text = "login refused: this user has a second factor, which a terminal login cannot ask for; log in with the password and code"
+		return "login refused: " + strings.TrimPrefix(errTerminalSecondFactor.Error(), "sso: ")
 	}
-	if perr := s.cfg.Store.PutResult(r.Context(), state, text, time.Now().Add(s.cfg.PendingTTL)); perr != nil {
+	return "JWT: " + login.AuthToken
+}
+
+// answerHeadless stores the end of a headless login for its websocket and
+// tells the browser whether the terminal is logged in.
+func (s *SSO) answerHeadless(w http.ResponseWriter, r *http.Request, state, name string, status int, err error) {
+	if err == nil {
+		if info, lerr := s.cfg.Auth.LookupUser(r.Context(), name); lerr == nil && info.TOTPEnabled {
+			status, err = http.StatusForbidden, errTerminalSecondFactor
+		}
+	}
+	result := resultUser + name
+	if err != nil {
+		result = resultRefusal + strings.TrimPrefix(err.Error(), "sso: ")
+	}
+	if perr := s.cfg.Store.PutResult(r.Context(), state, result, time.Now().Add(s.cfg.PendingTTL)); perr != nil {
 		s.cfg.Auth.WriteError(w, r, nmauth.ErrStoreUnavailable)
 		return
 	}
-	if err != nil || login.AuthToken == "" {
-		s.refuse(w, r, http.StatusForbidden, errors.New(text))
+	if err != nil {
+		s.refuse(w, r, status, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

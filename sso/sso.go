@@ -238,10 +238,14 @@ func (s *SSO) serveCallback(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	login, status, err := s.finish(r.Context(), q, p)
+	name, status, err := s.finish(r.Context(), q, p)
 	if p.Headless {
-		s.answerHeadless(w, r, state, login, err)
+		s.answerHeadless(w, r, state, name, status, err)
 		return
+	}
+	var login nmauth.UserLogin
+	if err == nil {
+		login, status, err = s.issue(r.Context(), name)
 	}
 	if err != nil {
 		s.refuse(w, r, status, err)
@@ -251,41 +255,47 @@ func (s *SSO) serveCallback(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, s.cfg.CompleteURL+"#"+fragment(login), http.StatusFound)
 }
 
-// finish turns the provider's answer into a login: the code exchanged
-// with the login's PKCE verifier, the ID token verified and its nonce
-// checked, the identity checked against the options and linked to a
+// issue issues the login of the user name, with the status to refuse
+// with.
+func (s *SSO) issue(ctx context.Context, name string) (nmauth.UserLogin, int, error) {
+	login, err := s.cfg.Auth.IssueLogin(ctx, name)
+	if errors.Is(err, nmauth.ErrInvalidCredentials) {
+		return nmauth.UserLogin{}, http.StatusForbidden, fmt.Errorf("%w: the user is disabled", errRefused)
+	}
+	return login, statusOf(err), err
+}
+
+// finish turns the provider's answer into the user to log in: the code
+// exchanged with the login's PKCE verifier, the ID token verified and its
+// nonce checked, the identity checked against the options and linked to a
 // user. It returns the status to refuse with.
-func (s *SSO) finish(ctx context.Context, q url.Values, p Pending) (nmauth.UserLogin, int, error) {
+func (s *SSO) finish(ctx context.Context, q url.Values, p Pending) (string, int, error) {
 	if e := q.Get("error"); e != "" {
-		return nmauth.UserLogin{}, http.StatusForbidden, fmt.Errorf("%w: the provider answered %q", errRefused, e)
+		return "", http.StatusForbidden, fmt.Errorf("%w: the provider answered %q", errRefused, e)
 	}
 	if s.cfg.HTTPClient != nil {
 		ctx = oidc.ClientContext(ctx, s.cfg.HTTPClient)
 	}
 	tok, err := s.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(p.Verifier))
 	if err != nil {
-		return nmauth.UserLogin{}, http.StatusBadRequest, errExchange
+		return "", http.StatusBadRequest, errExchange
 	}
 	id, err := s.identify(ctx, tok, p.Nonce)
 	if err != nil {
-		return nmauth.UserLogin{}, http.StatusBadRequest, err
+		return "", http.StatusBadRequest, err
 	}
 	if err := s.admit(id); err != nil {
-		return nmauth.UserLogin{}, http.StatusForbidden, err
+		return "", http.StatusForbidden, err
 	}
 	if id.UserName, err = s.user(ctx, id); err != nil {
-		return nmauth.UserLogin{}, statusOf(err), err
+		return "", statusOf(err), err
 	}
 	if s.cfg.OnLogin != nil {
 		if err := s.cfg.OnLogin(ctx, id); err != nil {
-			return nmauth.UserLogin{}, http.StatusForbidden, fmt.Errorf("%w: %w", errRefused, err)
+			return "", http.StatusForbidden, fmt.Errorf("%w: %w", errRefused, err)
 		}
 	}
-	login, err := s.cfg.Auth.IssueLogin(ctx, id.UserName)
-	if errors.Is(err, nmauth.ErrInvalidCredentials) {
-		return nmauth.UserLogin{}, http.StatusForbidden, fmt.Errorf("%w: the user is disabled", errRefused)
-	}
-	return login, statusOf(err), err
+	return id.UserName, http.StatusOK, nil
 }
 
 // identify verifies the ID token of tok and reads the identity from it,
