@@ -349,3 +349,27 @@ func TestLogout(t *testing.T) {
 		}
 	})
 }
+
+// TestRequireAccessTokens: Require(KindUser) keeps access tokens out (403),
+// and a route that names KindAccessToken lets them in.
+func TestRequireAccessTokens(t *testing.T) {
+	f := newFixture(t)
+	f.addUser("alice", "correct horse battery")
+	tok := f.createToken(testMasterKey, map[string]any{"name": "ci", "user_name": "alice"})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	for _, c := range []struct {
+		kinds []nmauth.PrincipalKind
+		want  int
+	}{
+		{[]nmauth.PrincipalKind{nmauth.KindUser}, http.StatusForbidden},
+		{[]nmauth.PrincipalKind{nmauth.KindUser, nmauth.KindAccessToken}, http.StatusNoContent},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/api/networks", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		rec := httptest.NewRecorder()
+		f.auth.Require(c.kinds...)(ok).ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("Require(%v): %d, want %d", c.kinds, rec.Code, c.want)
+		}
+	}
+}

@@ -237,14 +237,16 @@ func (a *Authenticator) authenticate(r *http.Request) (*http.Request, Principal,
 // in the context is taken as it is, and the bearer is not checked twice.
 //
 // Require panics when kinds is empty or holds a kind other than
-// [KindMaster], [KindUser], [KindHost] and [KindNode]: a guard that
+// [KindMaster], [KindUser], [KindHost], [KindNode] and [KindAccessToken]
+// (which [KindUser] does not admit: an application names it where access
+// tokens belong): a guard that
 // admits nobody is a mistake to see at setup, not at the first request.
 func (a *Authenticator) Require(kinds ...PrincipalKind) func(http.Handler) http.Handler {
 	if len(kinds) == 0 {
 		panic("nmauth: Require needs at least one PrincipalKind; Middleware admits every kind")
 	}
 	for _, k := range kinds {
-		if !slices.Contains([]PrincipalKind{KindMaster, KindUser, KindHost, KindNode}, k) {
+		if !slices.Contains([]PrincipalKind{KindMaster, KindUser, KindHost, KindNode, KindAccessToken}, k) {
 			panic(fmt.Sprintf("nmauth: Require: unknown PrincipalKind %q", k))
 		}
 	}
