@@ -10,8 +10,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -21,20 +19,18 @@ import (
 	"github.com/coder/websocket"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
-	"github.com/zitadel/oidc/v3/example/server/storage"
 
 	"github.com/nmauth/nmauth"
 	"github.com/nmauth/nmauth/sso"
+	"github.com/nmauth/nmauth/sso/ssotest"
 )
 
-// The provider's users: a user store file of zitadel/oidc's example
-// storage, read by storage.StoreFromFile.
-const opUsers = `{
-  "id1": {"ID": "id1", "Username": "alice", "Password": "op-password-1", "Email": "alice@example.com", "EmailVerified": true, "PreferredLanguage": "en"},
-  "id2": {"ID": "id2", "Username": "bob", "Password": "op-password-2", "Email": "bob@example.org", "EmailVerified": true, "PreferredLanguage": "en"},
-  "id3": {"ID": "id3", "Username": "carol", "Password": "op-password-3", "Email": "carol@example.com", "EmailVerified": false, "PreferredLanguage": "en"}
-}`
+// The provider's users: carol's e-mail is not verified.
+var opUsers = []ssotest.User{
+	{Subject: "id1", Name: "alice", Password: "op-password-1", Email: "alice@example.com", EmailVerified: true},
+	{Subject: "id2", Name: "bob", Password: "op-password-2", Email: "bob@example.org", EmailVerified: true},
+	{Subject: "id3", Name: "carol", Password: "op-password-3", Email: "carol@example.com"},
+}
 
 var opPasswords = map[string]string{"alice": "op-password-1", "bob": "op-password-2", "carol": "op-password-3"}
 
@@ -47,7 +43,6 @@ var clients atomic.Int64
 // routes beside an nmauth Authenticator, both over loopback.
 type world struct {
 	t      *testing.T
-	op     *httptest.Server
 	app    *httptest.Server
 	auth   *nmauth.Authenticator
 	sso    *sso.SSO
@@ -58,31 +53,13 @@ type world struct {
 func newWorld(t *testing.T, tweak func(*sso.Config)) *world {
 	t.Helper()
 	w := &world{t: t}
-	opLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	appLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.issuer = "http://" + opLn.Addr().String()
 	appURL := "http://" + appLn.Addr().String()
-	path := filepath.Join(t.TempDir(), "users.json")
-	if err := os.WriteFile(path, []byte(opUsers), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	users, err := storage.StoreFromFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	clientID := fmt.Sprintf("nmauth-%d", clients.Add(1))
-	storage.RegisterClients(storage.WebClient(clientID, "client-secret", appURL+"/api/oauth/callback"))
-	w.op = httptest.NewUnstartedServer(exampleop.SetupServer(w.issuer, storage.NewStorage(users), nil, false))
-	w.op.Listener.Close()
-	w.op.Listener = opLn
-	w.op.Start()
-	t.Cleanup(w.op.Close)
+	w.issuer = ssotest.Start(t, opUsers, clientID, "client-secret", appURL+"/api/oauth/callback")
 
 	w.auth, err = nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")}})
 	if err != nil {

@@ -1,53 +1,22 @@
 package main
 
 import (
-	"io"
 	"net"
-	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
-	"github.com/zitadel/oidc/v3/example/server/storage"
+
+	"github.com/nmauth/nmauth/sso/ssotest"
 )
 
-// ssoProvider starts a real OpenID provider, zitadel/oidc's op package
-// with its example storage and login page, over loopback, with one user
-// (ann, op-password-1) and one client for a server whose callback is
-// redirectURL. It returns the issuer.
-func ssoProvider(t *testing.T, clientID, redirectURL string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	issuer := "http://" + ln.Addr().String()
-	path := filepath.Join(t.TempDir(), "users.json")
-	users := `{"id1": {"ID": "id1", "Username": "ann", "Password": "op-password-1", "Email": "ann@example.com", "EmailVerified": true, "PreferredLanguage": "en"}}`
-	if err := os.WriteFile(path, []byte(users), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	store, err := storage.StoreFromFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	storage.RegisterClients(storage.WebClient(clientID, "sso-client-secret", redirectURL))
-	srv := httptest.NewUnstartedServer(exampleop.SetupServer(issuer, storage.NewStorage(store), nil, false))
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return issuer
-}
+// ssoUsers are the users of the tests' provider.
+var ssoUsers = []ssotest.User{{Subject: "id1", Name: "ann", Password: "op-password-1", Email: "ann@example.com", EmailVerified: true}}
 
 // freeAddr is a loopback address with a port free now, for a server whose
 // address the provider must know before it starts.
@@ -71,7 +40,7 @@ func TestBrowserSSO(t *testing.T) {
 			" (Debian: apt-get install --no-install-recommends chromium chromium-driver)")
 	}
 	addr := freeAddr(t)
-	issuer := ssoProvider(t, "nmauthd-browser", "http://"+addr+"/api/oauth/callback")
+	issuer := ssotest.Start(t, ssoUsers, "nmauthd-browser", "sso-client-secret", "http://"+addr+"/api/oauth/callback")
 	dir := t.TempDir()
 	env := baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SSO_CLIENT_SECRET=sso-client-secret")
 	db := filepath.Join(dir, "nmauth.db")
@@ -108,7 +77,7 @@ func TestBrowserSSO(t *testing.T) {
 func TestSSOLinkCommand(t *testing.T) {
 	addr := freeAddr(t)
 	callback := "http://" + addr + "/api/oauth/callback"
-	issuer := ssoProvider(t, "nmauthd-link", callback)
+	issuer := ssotest.Start(t, ssoUsers, "nmauthd-link", "sso-client-secret", callback)
 	dir := t.TempDir()
 	env := baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SSO_CLIENT_SECRET=sso-client-secret")
 	db := filepath.Join(dir, "nmauth.db")
@@ -127,30 +96,12 @@ func TestSSOLinkCommand(t *testing.T) {
 	}
 }
 
-var authRequestID = regexp.MustCompile(`name="id" value="([^"]+)"`)
-
-// ssoLogin is a browser without JavaScript: it starts the SSO login at
-// base, logs in at the provider, follows the redirects back, and returns
-// the user name the page was sent in the fragment, "" for none.
+// ssoLogin logs in by single sign-on at base, as a browser without
+// JavaScript, and returns the user name the page was sent in the URL's
+// fragment, "" for none.
 func ssoLogin(t *testing.T, base, issuer, user, password string) string {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	resp, err := client.Get(base + "/api/oauth/login")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	m := authRequestID.FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("no login form at the provider: %.300s", body)
-	}
-	resp, err = client.PostForm(issuer+"/login/username", url.Values{"id": {string(m[1])}, "username": {user}, "password": {password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := ssotest.NewBrowser().Login(t, issuer, base+"/api/oauth/login", user, password)
 	v, _ := url.ParseQuery(resp.Request.URL.Fragment)
 	return v.Get("userName")
 }

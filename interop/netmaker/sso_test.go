@@ -114,7 +114,10 @@ func TestNmctlSSO(t *testing.T) {
 }
 
 // startProvider starts zitadel/oidc's example provider over loopback with
-// the user ann and a client for the callback; it returns the issuer.
+// the user ann and a client for the callback; it returns the issuer. It is
+// the sso module's ssotest.Start over again: importing that module here
+// would raise the versions of Netmaker's dependencies that nmctl is built
+// with (pgx, through the sso module's tests), which this module keeps.
 func startProvider(t *testing.T, clientID, callback string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
