@@ -112,8 +112,13 @@ func (p *storePanic) Error() string {
 // here, logged with its stack at a bounded rate, and returned as an error
 // of this call alone.
 func (s *guardedStore) call(ctx context.Context, what string, op func(context.Context) error, keep func(error) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+	// A call within a login already has the login's deadline, which is
+	// no later than this one would be: it needs no timer of its own.
+	if deadline, ok := ctx.Deadline(); !ok || time.Until(deadline) > s.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
 	done := make(chan error, 1)
 	s.run(func() {
 		defer func() {
