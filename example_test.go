@@ -255,3 +255,16 @@ func ExampleParseSecrets() {
 	// nmauth: root secret 3 of the list: 5 bytes, need at least 32
 	// nmauth: root secret: does not look random: it has too few distinct characters (a short alphabet or a repeated pattern); make one with: openssl rand -base64 32 (or head -c 32 /dev/urandom | base64)
 }
+
+// An application's own table beside nmauth's, written once for both
+// databases: Rebind gives each the placeholders it takes.
+func ExampleDialect_Rebind() {
+	const q = `UPDATE memberships SET role = ? WHERE network = ? AND host_id = ?`
+	fmt.Println(nmauth.DialectSQLite.Rebind(q))
+	fmt.Println(nmauth.DialectPostgres.Rebind(q))
+	fmt.Println(nmauth.DialectPostgres.Rebind(`SELECT 1`))
+	// Output:
+	// UPDATE memberships SET role = ? WHERE network = ? AND host_id = ?
+	// UPDATE memberships SET role = $1 WHERE network = $2 AND host_id = $3
+	// SELECT 1
+}

@@ -601,13 +601,21 @@ func updateSQL(table string, cols []string) string {
 	return "UPDATE " + table + " SET " + strings.Join(sets, ", ") + " WHERE " + cols[0] + " = ?"
 }
 
-// rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...
-// The statements are all written here and hold no '?' in literals.
-func (q sqlQueries) rebind(query string) string {
-	if q.dialect != DialectPostgres {
+// rebind writes the placeholders of query in the store's dialect.
+func (q sqlQueries) rebind(query string) string { return q.dialect.Rebind(query) }
+
+// Rebind writes the ? placeholders of query in the dialect's form: as
+// they are for SQLite, $1, $2, … for PostgreSQL. It counts every '?', so
+// it suits statements written with parameters only, with no '?' in a
+// literal or an identifier; the stores of nmauth's packages, and an
+// application's tables beside them, write theirs this way once for both
+// databases.
+func (d Dialect) Rebind(query string) string {
+	if d != DialectPostgres {
 		return query
 	}
 	var b strings.Builder
+	b.Grow(len(query) + 8)
 	n := 0
 	for _, r := range query {
 		if r != '?' {
@@ -615,7 +623,8 @@ func (q sqlQueries) rebind(query string) string {
 			continue
 		}
 		n++
-		b.WriteString("$" + strconv.Itoa(n))
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(n))
 	}
 	return b.String()
 }

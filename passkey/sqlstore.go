@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nmauth/nmauth"
@@ -306,24 +304,8 @@ func (s *SQLStore) acquireWrite(ctx context.Context) (release func(), err error)
 	}
 }
 
-// rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...;
-// the statements are all written here and hold no '?' in literals.
-func (s *SQLStore) rebind(query string) string {
-	if s.dialect != nmauth.DialectPostgres {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r != '?' {
-			b.WriteRune(r)
-			continue
-		}
-		n++
-		b.WriteString("$" + strconv.Itoa(n))
-	}
-	return b.String()
-}
+// rebind writes the placeholders of query in the store's dialect.
+func (s *SQLStore) rebind(query string) string { return s.dialect.Rebind(query) }
 
 func wrapSQL(what string, err error) error {
 	if err == nil {

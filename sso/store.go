@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -150,22 +148,7 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d nmauth.Dialect) (*SQLStore, 
 }
 
 // q writes the ? placeholders of query as PostgreSQL's $n.
-func (s *SQLStore) q(query string) string {
-	if s.dialect != nmauth.DialectPostgres {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func (s *SQLStore) q(query string) string { return s.dialect.Rebind(query) }
 
 // PutState implements [Store]; expired states and results go first.
 func (s *SQLStore) PutState(ctx context.Context, state string, p Pending) error {

@@ -118,22 +118,7 @@ const createMemberships = `CREATE TABLE IF NOT EXISTS nmauthd_memberships (
 )`
 
 // query rewrites the ? placeholders of q as $1, $2, … for PostgreSQL.
-func (d *database) query(q string) string {
-	if d.dialect != nmauth.DialectPostgres {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func (d *database) query(q string) string { return d.dialect.Rebind(q) }
 
 // addMembership makes a host a member of a network; once is enough.
 func (d *database) addMembership(ctx context.Context, network, hostID string) error {
