@@ -60,6 +60,10 @@ type result struct {
 	// serverCPU is the CPU time the server process spent meanwhile, when
 	// its pid is known.
 	serverCPU time.Duration
+	// toolCPU is the CPU time this tool spent meanwhile, measured with
+	// serverCPU: on one machine the two share its cores, so that a rate
+	// is bound by their sum per request, not by the server's alone.
+	toolCPU time.Duration
 }
 
 // add merges another round of the same scenario into r.
@@ -72,6 +76,7 @@ func (r *result) add(o *result) {
 	}
 	r.transport += o.transport
 	r.serverCPU += o.serverCPU
+	r.toolCPU += o.toolCPU
 	if r.firstErr == nil {
 		r.firstErr = o.firstErr
 	}
@@ -226,9 +231,10 @@ func mergeStats(name string, elapsed time.Duration, stats []workerStats) *result
 }
 
 // printResults writes one line per scenario. The ratio is the rate of 2xx
-// answers over that of healthz in the same run. With the server's pid, a
-// last column gives the server's CPU time per answered request, which
-// other load on the machine does not inflate as it does latency.
+// answers over that of healthz in the same run. With the server's pid, two
+// last columns give the server's CPU time per answered request, which
+// other load on the machine does not inflate as it does latency, and this
+// tool's own.
 func printResults(w io.Writer, results []*result, withCPU bool) {
 	var base float64
 	for _, r := range results {
@@ -238,7 +244,7 @@ func printResults(w io.Writer, results []*result, withCPU bool) {
 	}
 	cpuHeader := ""
 	if withCPU {
-		cpuHeader = fmt.Sprintf(" %12s", "srv-cpu/req")
+		cpuHeader = fmt.Sprintf(" %12s %12s", "srv-cpu/req", "tool-cpu/req")
 	}
 	fmt.Fprintf(w, "%-12s %9s %10s %10s %10s %10s %10s%s  %s\n",
 		"scenario", "requests", "req/s", "ok/s", "p50", "p99", "vs healthz", cpuHeader, "errors")
@@ -249,7 +255,8 @@ func printResults(w io.Writer, results []*result, withCPU bool) {
 		}
 		cpu := ""
 		if withCPU {
-			cpu = fmt.Sprintf(" %12s", fmtDuration(r.serverCPU/time.Duration(max(r.answered(), 1))))
+			n := time.Duration(max(r.answered(), 1))
+			cpu = fmt.Sprintf(" %12s %12s", fmtDuration(r.serverCPU/n), fmtDuration(r.toolCPU/n))
 		}
 		fmt.Fprintf(w, "%-12s %9d %10.1f %10.1f %10s %10s %10s%s  %s\n",
 			r.name, r.answered(), r.perSecond(r.answered()), r.perSecond(r.ok()),

@@ -39,7 +39,9 @@
 //
 // -rounds R runs the whole list R times, taking turns, so that other load
 // on the machine falls on every scenario alike; -pid adds the server's CPU
-// time per request, read from /proc/PID/stat.
+// time per request, read from /proc/PID/stat, and the tool's own beside
+// it: on one machine the two share the cores, and a rate is bound by the
+// sum of both.
 //
 // A server that limits attempts per client address (nmauth's
 // Config.ClientRate) answers 429 to a load of logins from one address;
@@ -137,7 +139,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.IntVar(&o.totpCount, "totp-count", 0, "how many -totp-prefix users")
 	fs.StringVar(&o.totpFile, "totp-file", "", "users file written by -setup and read by verify-totp")
 	fs.IntVar(&o.concurrentLogins, "concurrent-logins", 0, "send this many logins at once and report the slowest answer")
-	fs.IntVar(&o.pid, "pid", 0, "server process on this machine: its CPU time per request, and its peak resident memory with -concurrent-logins")
+	fs.IntVar(&o.pid, "pid", 0, "server process on this machine: its CPU time per request beside this tool's, and its peak resident memory with -concurrent-logins")
 	fs.IntVar(&o.fleetHosts, "fleet-hosts", 0, "hosts of the fleet scenario (with -serve: hosts to create)")
 	fs.StringVar(&o.fleetPrefix, "fleet-prefix", "fleet", "fleet hosts are PREFIX-0000000, PREFIX-0000001, …")
 	fs.StringVar(&o.fleetPassword, "fleet-password", getenv("NMAUTH_LOAD_FLEET_PASSWORD"), "password of every fleet host (env NMAUTH_LOAD_FLEET_PASSWORD)")

@@ -204,12 +204,18 @@ func TestRounds(t *testing.T) {
 	}
 	table := out.String()[strings.Index(out.String(), "scenario "):]
 	lines := strings.Split(strings.TrimSpace(table), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], "srv-cpu/req") {
+	if len(lines) != 3 || !strings.Contains(lines[0], "srv-cpu/req") || !strings.Contains(lines[0], "tool-cpu/req") {
 		t.Fatalf("table:\n%s", table)
 	}
 	for _, line := range lines[1:] {
-		if f := strings.Fields(line); f[1] != fmt.Sprint(rounds*n) || f[len(f)-1] != "-" {
+		f := strings.Fields(line)
+		if f[1] != fmt.Sprint(rounds*n) || f[len(f)-1] != "-" {
 			t.Errorf("line %q: want %d requests over the rounds and no error", line, rounds*n)
+		}
+		for _, cpu := range f[len(f)-3 : len(f)-1] {
+			if _, err := time.ParseDuration(strings.Replace(cpu, "µs", "us", 1)); err != nil {
+				t.Errorf("line %q: CPU column %q: %v", line, cpu, err)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 )
@@ -63,9 +64,12 @@ func runScenario(ctx context.Context, o *options, a *api, name string, log io.Wr
 		return nil, err
 	}
 	fmt.Fprintf(log, "running %s: %d clients, %s\n", name, o.bounds.clients, describeBounds(o.bounds))
-	var before time.Duration
+	var before, toolBefore time.Duration
 	if o.pid > 0 {
 		if before, err = readProcCPU(o.pid); err != nil {
+			return nil, err
+		}
+		if toolBefore, err = readProcCPU(os.Getpid()); err != nil {
 			return nil, err
 		}
 	}
@@ -78,7 +82,11 @@ func runScenario(ctx context.Context, o *options, a *api, name string, log io.Wr
 		if err != nil {
 			return nil, err
 		}
-		r.serverCPU = after - before
+		toolAfter, err := readProcCPU(os.Getpid())
+		if err != nil {
+			return nil, err
+		}
+		r.serverCPU, r.toolCPU = after-before, toolAfter-toolBefore
 	}
 	if finish != nil {
 		if err := finish(); err != nil {
