@@ -140,18 +140,11 @@ func (a *Authenticator) CreateAccessToken(ctx context.Context, p Principal, req 
 		return NewAccessToken{}, ErrForbidden
 	}
 	t.Generation = u.State.Generation
-	held, err := a.access.ListAccessTokens(ctx, name)
-	if err != nil {
-		return NewAccessToken{}, err
-	}
-	if len(held) >= a.cfg.MaxAccessTokens {
-		return NewAccessToken{}, ErrTooManyAccessTokens
-	}
 	token, err := a.mintAccessToken(&t)
 	if err != nil {
 		return NewAccessToken{}, err
 	}
-	if err := a.access.CreateAccessToken(ctx, t); err != nil {
+	if err := a.access.CreateAccessToken(ctx, t, a.cfg.MaxAccessTokens); err != nil {
 		return NewAccessToken{}, err
 	}
 	a.emit(ctx, Event{Type: EventAccessTokenCreated, Kind: KindUser, Name: name})

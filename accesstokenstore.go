@@ -3,6 +3,7 @@ package nmauth
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 )
@@ -40,14 +41,17 @@ type AccessToken struct {
 // [MemoryStore] and [SQLStore] do. An Authenticator whose Store does not
 // implement it issues no access tokens and accepts none.
 //
-// GetAccessToken of a missing id returns [ErrNotFound], and
-// CreateAccessToken of an existing id [ErrExists]. ListAccessTokens
+// GetAccessToken of a missing id returns [ErrNotFound]. CreateAccessToken
+// of an existing id returns [ErrExists], and [ErrTooManyAccessTokens] when
+// the token's user holds max tokens already, counted in one atomic step
+// with the insert, so that creations at once for one user never pass the
+// bound together. ListAccessTokens
 // returns a user's tokens oldest first. DeleteAccessToken of a missing id
 // is a no-op, and DeleteUserAccessTokens deletes every token of a user.
 // TouchAccessToken sets a token's LastUsed to used if that is later, and
 // is a no-op for a missing id.
 type AccessTokenStore interface {
-	CreateAccessToken(ctx context.Context, t AccessToken) error
+	CreateAccessToken(ctx context.Context, t AccessToken, max int) error
 	GetAccessToken(ctx context.Context, id string) (AccessToken, error)
 	ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error)
 	DeleteAccessToken(ctx context.Context, id string) error
@@ -63,7 +67,7 @@ func cloneAccessToken(t AccessToken) AccessToken {
 }
 
 // CreateAccessToken implements [AccessTokenStore].
-func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken) error {
+func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken, max int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -71,6 +75,15 @@ func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken) erro
 	defer s.mu.Unlock()
 	if _, ok := s.access[t.ID]; ok {
 		return ErrExists
+	}
+	held := 0
+	for _, other := range s.access {
+		if other.UserName == t.UserName {
+			held++
+		}
+	}
+	if held >= max {
+		return ErrTooManyAccessTokens
 	}
 	if s.access == nil {
 		s.access = make(map[string]AccessToken)
@@ -169,8 +182,9 @@ func (s *guardedStore) accessTokens() *guardedTokens {
 	return &guardedTokens{g: s, inner: inner}
 }
 
-func (t *guardedTokens) CreateAccessToken(ctx context.Context, at AccessToken) error {
-	return t.g.call(ctx, "create access token", func(ctx context.Context) error { return t.inner.CreateAccessToken(ctx, at) }, contractError)
+func (t *guardedTokens) CreateAccessToken(ctx context.Context, at AccessToken, max int) error {
+	return t.g.call(ctx, "create access token", func(ctx context.Context) error { return t.inner.CreateAccessToken(ctx, at, max) },
+		func(err error) bool { return contractError(err) || errors.Is(err, ErrTooManyAccessTokens) })
 }
 
 func (t *guardedTokens) GetAccessToken(ctx context.Context, id string) (at AccessToken, err error) {

@@ -57,8 +57,9 @@ type Config struct {
 	// given. Defaults to 366 days, so that a token asked for a year from
 	// a client's clock fits.
 	MaxAccessTokenTTL time.Duration
-	// MaxAccessTokens bounds how many access tokens one user may hold.
-	// Defaults to 100.
+	// MaxAccessTokens bounds how many access tokens one user may hold,
+	// however many are created at once (the Store counts them with each
+	// insert). Defaults to 100.
 	MaxAccessTokens int
 
 	// PasswordHashConcurrency bounds how many password hashes run at

@@ -56,13 +56,37 @@ func scanAccessToken(row rowScanner) (AccessToken, error) {
 }
 
 // CreateAccessToken implements [AccessTokenStore].
-func (s *SQLStore) CreateAccessToken(ctx context.Context, t AccessToken) error {
+func (s *SQLStore) CreateAccessToken(ctx context.Context, t AccessToken, max int) error {
+	const what = "create access token"
 	args, err := accessArgs(t)
 	if err != nil {
 		return err
 	}
-	return s.insert(ctx, "create access token", s.q.rebind(insertSQL("nmauth_access_tokens", sqlAccessColumns)), args)
+	return s.inTx(ctx, what, func(tx *sql.Tx) error {
+		// Creations for one user take turns from here to the commit, so
+		// that the count holds until the insert: SQLite's transaction
+		// holds the write lock from its start; PostgreSQL's takes a lock
+		// of the user's name, whether or not the user's row exists.
+		if s.dialect == DialectPostgres {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", accessTokensLockClass, t.UserName); err != nil {
+				return wrapSQL(what, err)
+			}
+		}
+		var held int
+		if err := tx.QueryRowContext(ctx, s.q.rebind("SELECT count(*) FROM nmauth_access_tokens WHERE user_name = ?"), t.UserName).Scan(&held); err != nil {
+			return wrapSQL(what, err)
+		}
+		if held >= max {
+			return ErrTooManyAccessTokens
+		}
+		return insertIn(ctx, tx, what, s.q.rebind(insertSQL("nmauth_access_tokens", sqlAccessColumns)), args)
+	})
 }
+
+// accessTokensLockClass is the first key of the PostgreSQL advisory lock
+// that access-token creations for one user take, "nmat" in ASCII; the
+// second is a hash of the user's name.
+const accessTokensLockClass = 0x6e6d6174
 
 // GetAccessToken implements [AccessTokenStore].
 func (s *SQLStore) GetAccessToken(ctx context.Context, id string) (AccessToken, error) {

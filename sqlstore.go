@@ -314,20 +314,24 @@ func (s *SQLStore) Ping(ctx context.Context) error {
 // was not inserted as ErrExists. Letting the database decide keeps two
 // concurrent creates of one key correct without reading driver error codes.
 func (s *SQLStore) insert(ctx context.Context, what, query string, args []any) error {
-	return s.inTx(ctx, what, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, query, args...)
-		if err != nil {
-			return wrapSQL(what, err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return wrapSQL(what, err)
-		}
-		if n == 0 {
-			return ErrExists
-		}
-		return nil
-	})
+	return s.inTx(ctx, what, func(tx *sql.Tx) error { return insertIn(ctx, tx, what, query, args) })
+}
+
+// insertIn runs an insert of insertSQL in tx: ErrExists when its key is
+// taken.
+func insertIn(ctx context.Context, tx *sql.Tx, what, query string, args []any) error {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return wrapSQL(what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrapSQL(what, err)
+	}
+	if n == 0 {
+		return ErrExists
+	}
+	return nil
 }
 
 // inTx runs fn in a transaction and commits it if fn returns nil. fn's

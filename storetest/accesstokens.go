@@ -3,7 +3,10 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,11 +41,11 @@ func testAccessTokens(t *testing.T, s nmauth.Store) {
 	a2 := fullAccessToken("AAAAAAAAAAAAAAA2", "alice", base)
 	b1 := nmauth.AccessToken{ID: "BBBBBBBBBBBBBBB1", UserName: "bob", Name: "b", Digest: "d", CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
 	for _, tok := range []nmauth.AccessToken{a1, a2, b1} {
-		if err := ts.CreateAccessToken(ctx, tok); err != nil {
+		if err := ts.CreateAccessToken(ctx, tok, 2); err != nil {
 			t.Fatalf("CreateAccessToken(%s): %v", tok.ID, err)
 		}
 	}
-	if err := ts.CreateAccessToken(ctx, b1); !errors.Is(err, nmauth.ErrExists) {
+	if err := ts.CreateAccessToken(ctx, b1, 100); !errors.Is(err, nmauth.ErrExists) {
 		t.Fatalf("CreateAccessToken of an existing id = %v, want ErrExists", err)
 	}
 	if _, err := ts.GetAccessToken(ctx, "missing"); !errors.Is(err, nmauth.ErrNotFound) {
@@ -60,6 +63,14 @@ func testAccessTokens(t *testing.T, s nmauth.Store) {
 	list, err := ts.ListAccessTokens(ctx, "alice")
 	if err != nil || len(list) != 2 || list[0].ID != a2.ID || list[1].ID != a1.ID {
 		t.Fatalf("ListAccessTokens(alice) = %v, %v; want a2 then a1, oldest first", ids(list), err)
+	}
+	// alice holds 2: a bound of 2 refuses a third, and stores nothing.
+	a3 := fullAccessToken("AAAAAAAAAAAAAAA3", "alice", base)
+	if err := ts.CreateAccessToken(ctx, a3, 2); !errors.Is(err, nmauth.ErrTooManyAccessTokens) {
+		t.Fatalf("a third token under a bound of 2 = %v, want ErrTooManyAccessTokens", err)
+	}
+	if _, err := ts.GetAccessToken(ctx, a3.ID); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Fatalf("the refused token was stored (GetAccessToken = %v)", err)
 	}
 	// A touch moves the last use only forward.
 	if err := ts.TouchAccessToken(ctx, a1.ID, a1.LastUsed.Add(-time.Hour)); err != nil {
@@ -89,6 +100,48 @@ func testAccessTokens(t *testing.T, s nmauth.Store) {
 	}
 	if list, _ := ts.ListAccessTokens(ctx, "bob"); len(list) != 1 {
 		t.Fatalf("bob's tokens = %v, want his one, untouched by alice's delete", ids(list))
+	}
+}
+
+// testConcurrentAccessTokens creates tokens for one user from many
+// goroutines at once under a bound: exactly the bound's number are made.
+func testConcurrentAccessTokens(t *testing.T, s nmauth.Store) {
+	ts, ok := s.(nmauth.AccessTokenStore)
+	if !ok {
+		t.Skip("the store does not implement nmauth.AccessTokenStore, which is optional")
+	}
+	const bound = 5
+	ctx := context.Background()
+	base := time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
+	var made, refused atomic.Int32
+	errs := make(chan error, contenders)
+	var wg sync.WaitGroup
+	for i := range contenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tok := fullAccessToken(fmt.Sprintf("CCCCCCCCCCCC%04d", i), "carol", base)
+			switch err := ts.CreateAccessToken(ctx, tok, bound); {
+			case err == nil:
+				made.Add(1)
+			case errors.Is(err, nmauth.ErrTooManyAccessTokens):
+				refused.Add(1)
+			default:
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("CreateAccessToken: %v", err)
+	}
+	list, err := ts.ListAccessTokens(ctx, "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made.Load() != bound || refused.Load() != contenders-bound || len(list) != bound {
+		t.Fatalf("%d made, %d refused, %d stored; want %d, %d, %d", made.Load(), refused.Load(), len(list), bound, contenders-bound, bound)
 	}
 }
 

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) nmauth.Store) {
 		{"CancelledUser", testCancelledUser},
 		{"CancelledHost", testCancelledHost},
 		{"AccessTokens", testAccessTokens},
+		{"ConcurrentAccessTokens", testConcurrentAccessTokens},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
