@@ -328,6 +328,10 @@ func New(cfg Config) (*Authenticator, error) {
 	if err != nil {
 		return nil, err
 	}
+	minter, err := newTokenMinter(ring, cfg.Issuer, cfg.Rand)
+	if err != nil {
+		return nil, err
+	}
 	ttl := [numKinds]time.Duration{
 		kindUser:    cfg.UserTokenTTL,
 		kindPreAuth: cfg.PreAuthTokenTTL,
@@ -347,7 +351,7 @@ func New(cfg Config) (*Authenticator, error) {
 		store:   store,
 		guard:   store,
 		ring:    ring,
-		minter:  &tokenMinter{ring: ring, issuer: cfg.Issuer, rand: cfg.Rand},
+		minter:  minter,
 		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
 		preAuth: newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
 		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),

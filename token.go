@@ -116,8 +116,83 @@ func (c *claims) GetIssuedAt() (*jwt.NumericDate, error) {
 // fraction as RFC 7519 §2 allows: "1772366460.123456789".
 type issuedAt struct{ time.Time }
 
-func (t issuedAt) MarshalJSON() ([]byte, error) {
-	return fmt.Appendf(nil, "%d.%09d", t.Unix(), t.Nanosecond()), nil
+func (t issuedAt) MarshalJSON() ([]byte, error) { return t.appendJSON(nil), nil }
+
+func (t issuedAt) appendJSON(b []byte) []byte {
+	b = strconv.AppendInt(b, t.Unix(), 10)
+	ns := strconv.AppendUint(make([]byte, 0, 9), uint64(t.Nanosecond()), 10)
+	b = append(b, "."...)
+	b = append(b, "000000000"[len(ns):]...)
+	return append(b, ns...)
+}
+
+// appendClaims appends c as JSON, the bytes encoding/json writes for it
+// (a test holds the two equal), with aud, the audience, already encoded.
+// It is written out because minting is on the path of every login:
+// encoding/json's reflection, and the MarshalJSON of jwt.ClaimStrings that
+// calls it again, cost more than the rest of the token and grew each
+// login's stack past its first size.
+func appendClaims(b []byte, c *claims, aud []byte) ([]byte, error) {
+	b = append(b, '{')
+	field := func(b []byte, name string) []byte {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		return append(b, '"', ':')
+	}
+	if c.Issuer != "" {
+		b = appendJSONString(field(b, "iss"), c.Issuer)
+	}
+	if c.Subject != "" {
+		b = appendJSONString(field(b, "sub"), c.Subject)
+	}
+	if len(c.Audience) > 0 {
+		b = append(field(b, "aud"), aud...)
+	}
+	for _, d := range []struct {
+		name string
+		date *jwt.NumericDate
+	}{{"exp", c.ExpiresAt}, {"nbf", c.NotBefore}} {
+		if d.date == nil {
+			continue
+		}
+		v, err := d.date.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		b = append(field(b, d.name), v...)
+	}
+	if c.ID != "" {
+		b = appendJSONString(field(b, "jti"), c.ID)
+	}
+	b = c.IssuedAt.appendJSON(field(b, "iat"))
+	if c.Network != "" {
+		b = appendJSONString(field(b, "net"), c.Network)
+	}
+	if c.TOTP {
+		b = append(field(b, "totp"), "true"...)
+	}
+	if c.Generation.present {
+		b = strconv.AppendUint(field(b, "gen"), c.Generation.value, 10)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string, as encoding/json writes
+// it: printable ASCII but for the characters it escapes is copied, and
+// anything else goes through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func (t *issuedAt) UnmarshalJSON(b []byte) error {
@@ -251,6 +326,20 @@ type tokenMinter struct {
 	ring   *keyRing
 	issuer string
 	rand   io.Reader
+	// audience is each kind's aud claim, encoded once.
+	audience [numKinds][]byte
+}
+
+func newTokenMinter(ring *keyRing, issuer string, rand io.Reader) (*tokenMinter, error) {
+	m := &tokenMinter{ring: ring, issuer: issuer, rand: rand}
+	for k := range m.audience {
+		aud, err := jwt.ClaimStrings{kindAudience[k]}.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("nmauth: token audience: %w", err)
+		}
+		m.audience[k] = aud
+	}
+	return m, nil
 }
 
 // mintArgs describes one token to sign.
@@ -289,7 +378,7 @@ func (m *tokenMinter) mint(a mintArgs) (token, jti string, err error) {
 		c.Generation = generationClaim{value: *a.generation, present: true}
 	}
 	key := m.ring.signer()
-	payload, err := json.Marshal(&c)
+	payload, err := appendClaims(make([]byte, 0, 256), &c, m.audience[a.kind])
 	if err != nil {
 		return "", "", fmt.Errorf("nmauth: sign token: %w", err)
 	}
