@@ -27,6 +27,10 @@ func sameAsEncodingJSON(t *testing.T, m *tokenMinter, k tokenKind, c *claims) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("appendClaims wrote\n%s\nencoding/json writes\n%s", got, want)
 	}
+	// Appended after other bytes, it writes the same.
+	if after, _ := appendClaims([]byte("x."), c, m.audience[k]); !bytes.Equal(after, append([]byte("x."), want...)) {
+		t.Fatalf("appendClaims after a prefix wrote %s", after)
+	}
 	var back claims
 	if err := json.Unmarshal(got, &back); err != nil {
 		t.Fatalf("%s does not parse: %v", got, err)

@@ -127,15 +127,16 @@ func (t issuedAt) appendJSON(b []byte) []byte {
 }
 
 // appendClaims appends c as JSON, the bytes encoding/json writes for it
-// (a test holds the two equal), with aud, the audience, already encoded.
+// (a test holds the two equal), with aud, c.Audience already encoded.
 // It is written out because minting is on the path of every login:
 // encoding/json's reflection, and the MarshalJSON of jwt.ClaimStrings that
 // calls it again, cost more than the rest of the token and grew each
 // login's stack past its first size.
 func appendClaims(b []byte, c *claims, aud []byte) ([]byte, error) {
 	b = append(b, '{')
+	open := len(b)
 	field := func(b []byte, name string) []byte {
-		if len(b) > 1 {
+		if len(b) > open {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
