@@ -35,6 +35,10 @@ var errTerminalSecondFactor = errors.New("sso: this user has a second factor, wh
 // in a user token (refused, or a user whose second factor a terminal
 // cannot answer) gets a message saying why instead.
 func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
+	op := s.ready(w, r)
+	if op == nil {
+		return
+	}
 	if n := s.headless.Add(1); n > int64(s.cfg.MaxHeadless) {
 		s.headless.Add(-1)
 		s.cfg.Auth.WriteError(w, r, &nmauth.RetryError{Reason: nmauth.ErrOverloaded, RetryAfter: 10 * time.Second})
@@ -50,7 +54,7 @@ func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	// Reading notices the client going away; nmctl sends nothing else.
 	ctx = conn.CloseRead(ctx)
-	state, authURL, err := s.begin(ctx, "", true)
+	state, authURL, err := s.begin(ctx, op, "", true)
 	if err != nil {
 		conn.Close(websocket.StatusTryAgainLater, "the server cannot start a login now")
 		return

@@ -31,8 +31,8 @@ func TestIDTokenRefusals(t *testing.T) {
 	defer srv.Close()
 	issuer = srv.URL
 	ctx := context.Background()
-	s := &SSO{cfg: Config{GroupsClaim: "groups"},
-		verifier: oidc.NewVerifier(issuer, oidc.NewRemoteKeySet(ctx, srv.URL), &oidc.Config{ClientID: "nmauth"})}
+	s := &SSO{cfg: Config{GroupsClaim: "groups"}}
+	op := &provider{verifier: oidc.NewVerifier(issuer, oidc.NewRemoteKeySet(ctx, srv.URL), &oidc.Config{ClientID: "nmauth"})}
 	sign := func(k *rsa.PrivateKey, edit func(map[string]any)) *oauth2.Token {
 		claims := map[string]any{"iss": issuer, "sub": "id1", "aud": "nmauth", "nonce": "n-1",
 			"iat": time.Now().Unix(), "exp": time.Now().Add(time.Minute).Unix(),
@@ -50,7 +50,7 @@ func TestIDTokenRefusals(t *testing.T) {
 		raw, _ := jws.CompactSerialize()
 		return (&oauth2.Token{AccessToken: "at"}).WithExtra(map[string]any{"id_token": raw})
 	}
-	id, err := s.identify(ctx, sign(key, func(map[string]any) {}), "n-1")
+	id, err := s.identify(ctx, op, sign(key, func(map[string]any) {}), "n-1")
 	if err != nil || id.Subject != "id1" || id.Email != "alice@example.com" || !id.EmailVerified || len(id.Groups) != 1 {
 		t.Fatalf("the right token: %+v, %v", id, err)
 	}
@@ -65,7 +65,7 @@ func TestIDTokenRefusals(t *testing.T) {
 		"another key":      {sign(other, func(map[string]any) {}), errIDToken},
 		"no ID token":      {&oauth2.Token{AccessToken: "at"}, errIDToken},
 	} {
-		if _, err := s.identify(ctx, c.tok, "n-1"); !errors.Is(err, c.want) {
+		if _, err := s.identify(ctx, op, c.tok, "n-1"); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
 	}

@@ -26,6 +26,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	mathrand "math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -48,10 +50,14 @@ type Config struct {
 	// identities to users. Required.
 	Store Store
 	// Issuer is the provider's issuer URL; its discovery document is read
-	// at New.
+	// at New, or in the background after Open.
 	Issuer string
-	// ClientID and ClientSecret are the client's at the provider.
+	// ClientID and ClientSecret are the client's at the provider. A
+	// confidential client needs its secret; a public client, which has
+	// none and proves its logins with PKCE alone, says so with
+	// PublicClient.
 	ClientID, ClientSecret string
+	PublicClient           bool
 	// RedirectURL is this server's callback as the provider knows it,
 	// ending in /api/oauth/callback.
 	RedirectURL string
@@ -88,6 +94,10 @@ type Config struct {
 	MaxHeadless int
 	// HTTPClient reaches the provider; default http.DefaultClient.
 	HTTPClient *http.Client
+	// Logger receives, after Open, one line each time the provider's
+	// discovery changes from working to failing or back; default
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Identity is what the provider said of a user, checked.
@@ -106,11 +116,20 @@ type Identity struct {
 // SSO serves the routes of single sign-on.
 type SSO struct {
 	cfg      Config
-	oauth    oauth2.Config
-	provider *oidc.Provider
-	verifier *oidc.IDTokenVerifier
 	headless atomic.Int64
 	secure   bool // the redirect URL is https: the binding cookie is Secure
+	// provider is nil until the discovery document has been read.
+	provider atomic.Pointer[provider]
+	// retryAt is when the next discovery runs, in Unix nanoseconds, for
+	// the Retry-After of the routes meanwhile.
+	retryAt atomic.Int64
+}
+
+// provider is what the discovery document gave.
+type provider struct {
+	oauth    oauth2.Config
+	oidc     *oidc.Provider
+	verifier *oidc.IDTokenVerifier
 }
 
 // The errors of a callback: each a 4xx, and no token.
@@ -127,10 +146,60 @@ var (
 	errRefused  = errors.New("sso: the login was refused")
 )
 
-// New reads the provider's discovery document and returns the routes.
+// The waits between two discoveries of a provider that does not answer:
+// the first, doubled at each failure up to the last. An attempt gives up
+// after discoveryTimeout.
+const (
+	discoveryFirstRetry = 250 * time.Millisecond
+	discoveryMaxRetry   = 30 * time.Second
+	discoveryTimeout    = 10 * time.Second
+)
+
+// New reads the provider's discovery document and returns the routes; it
+// fails when the provider does not answer. [Open] does not wait for it.
 func New(ctx context.Context, cfg Config) (*SSO, error) {
+	s, err := newSSO(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.provider.Store(p)
+	return s, nil
+}
+
+// Open returns the routes at once, without reaching the provider: its
+// discovery document is read in the background, tried again with a
+// growing wait (250 ms doubled up to 30 s) until it answers or ctx ends.
+// Until then the routes answer 503 with Retry-After, and an application
+// serves everything else. Config.Logger gets one line when discovery
+// fails and one when it works. Only the configuration's errors are
+// returned.
+func Open(ctx context.Context, cfg Config) (*SSO, error) {
+	s, err := newSSO(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.retryAt.Store(time.Now().Add(discoveryFirstRetry).UnixNano())
+	go s.discoverUntilDone(ctx)
+	return s, nil
+}
+
+// Ready reports whether the provider's discovery document has been read,
+// so that the routes serve logins.
+func (s *SSO) Ready() bool { return s.provider.Load() != nil }
+
+func newSSO(cfg Config) (*SSO, error) {
 	if cfg.Auth == nil || cfg.Store == nil || cfg.Issuer == "" || cfg.ClientID == "" || cfg.RedirectURL == "" {
 		return nil, errors.New("sso: Auth, Store, Issuer, ClientID and RedirectURL are required")
+	}
+	switch {
+	case cfg.ClientSecret == "" && !cfg.PublicClient:
+		return nil, errors.New("sso: ClientSecret is empty: a confidential client needs it, and a public client (PKCE only) is said with PublicClient")
+	case cfg.ClientSecret != "" && cfg.PublicClient:
+		return nil, errors.New("sso: a public client has no ClientSecret")
 	}
 	if cfg.Scopes == nil {
 		cfg.Scopes = []string{"email", "profile"}
@@ -147,27 +216,88 @@ func New(ctx context.Context, cfg Config) (*SSO, error) {
 	if cfg.MaxHeadless == 0 {
 		cfg.MaxHeadless = 64
 	}
-	if cfg.HTTPClient != nil {
-		ctx = oidc.ClientContext(ctx, cfg.HTTPClient)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	redirect, err := url.Parse(cfg.RedirectURL)
 	if err != nil {
 		return nil, fmt.Errorf("sso: RedirectURL: %w", err)
 	}
-	provider, err := oidc.NewProvider(ctx, cfg.Issuer)
-	if err != nil {
-		return nil, fmt.Errorf("sso: discovery of %s: %w", cfg.Issuer, err)
+	return &SSO{cfg: cfg, secure: redirect.Scheme == "https"}, nil
+}
+
+// discover reads the provider's discovery document.
+func (s *SSO) discover(ctx context.Context) (*provider, error) {
+	if s.cfg.HTTPClient != nil {
+		ctx = oidc.ClientContext(ctx, s.cfg.HTTPClient)
 	}
-	return &SSO{
-		cfg:      cfg,
-		provider: provider,
-		verifier: provider.Verifier(&oidc.Config{ClientID: cfg.ClientID}),
-		secure:   redirect.Scheme == "https",
+	op, err := oidc.NewProvider(ctx, s.cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("sso: discovery of %s: %w", s.cfg.Issuer, err)
+	}
+	endpoint := op.Endpoint()
+	if s.cfg.PublicClient {
+		// The client id goes in the form: there is no secret to send
+		// with it in an Authorization header.
+		endpoint.AuthStyle = oauth2.AuthStyleInParams
+	}
+	return &provider{
+		oidc:     op,
+		verifier: op.Verifier(&oidc.Config{ClientID: s.cfg.ClientID}),
 		oauth: oauth2.Config{
-			ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
-			Endpoint: provider.Endpoint(), Scopes: append([]string{oidc.ScopeOpenID}, cfg.Scopes...),
+			ClientID: s.cfg.ClientID, ClientSecret: s.cfg.ClientSecret, RedirectURL: s.cfg.RedirectURL,
+			Endpoint: endpoint, Scopes: append([]string{oidc.ScopeOpenID}, s.cfg.Scopes...),
 		},
 	}, nil
+}
+
+// discoverUntilDone runs discovery until it works or ctx ends, logging
+// the first failure and the success after it.
+func (s *SSO) discoverUntilDone(ctx context.Context) {
+	wait, failing := discoveryFirstRetry, false
+	for {
+		actx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+		p, err := s.discover(actx)
+		cancel()
+		if err == nil {
+			s.provider.Store(p)
+			s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "sso: the provider's discovery works; single sign-on is on",
+				slog.String("issuer", s.cfg.Issuer), slog.Bool("after_failure", failing))
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// A little jitter, so that replicas started together do not
+		// retry together.
+		next := wait + mathrand.N(wait/4+1)
+		s.retryAt.Store(time.Now().Add(next).UnixNano())
+		if !failing {
+			failing = true
+			s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "sso: the provider's discovery fails; single sign-on answers 503 and discovery is retried in the background",
+				slog.String("issuer", s.cfg.Issuer), slog.String("err", err.Error()))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(next):
+		}
+		wait = min(2*wait, discoveryMaxRetry)
+	}
+}
+
+// errNoProvider is the answer of the routes before discovery has worked.
+var errNoProvider = errors.New("sso: the identity provider has not answered yet")
+
+// ready returns the provider, or answers 503 with Retry-After and nil.
+func (s *SSO) ready(w http.ResponseWriter, r *http.Request) *provider {
+	if p := s.provider.Load(); p != nil {
+		return p
+	}
+	wait := max(time.Second, time.Until(time.Unix(0, s.retryAt.Load())))
+	s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", errNoProvider,
+		&nmauth.RetryError{Reason: nmauth.ErrStoreUnavailable, RetryAfter: wait}))
+	return nil
 }
 
 // Handler serves the three routes; mount it at /api/oauth/.
@@ -194,7 +324,7 @@ func (s *SSO) Link(ctx context.Context, issuer, subject, username string) error 
 const bindingCookie = "nmauth_sso"
 
 // begin makes a pending login and returns the provider's URL for it.
-func (s *SSO) begin(ctx context.Context, binding string, headless bool) (state, authURL string, err error) {
+func (s *SSO) begin(ctx context.Context, op *provider, binding string, headless bool) (state, authURL string, err error) {
 	state, nonce := randomString(), randomString()
 	verifier := oauth2.GenerateVerifier()
 	p := Pending{Nonce: nonce, Verifier: verifier, Binding: digest(binding), Headless: headless,
@@ -202,12 +332,16 @@ func (s *SSO) begin(ctx context.Context, binding string, headless bool) (state, 
 	if err := s.cfg.Store.PutState(ctx, state, p); err != nil {
 		return "", "", err
 	}
-	return state, s.oauth.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)), nil
+	return state, op.oauth.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)), nil
 }
 
 func (s *SSO) serveLogin(w http.ResponseWriter, r *http.Request) {
+	op := s.ready(w, r)
+	if op == nil {
+		return
+	}
 	binding := randomString()
-	_, authURL, err := s.begin(r.Context(), binding, false)
+	_, authURL, err := s.begin(r.Context(), op, binding, false)
 	if err != nil {
 		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
 		return
@@ -219,6 +353,10 @@ func (s *SSO) serveLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *SSO) serveCallback(w http.ResponseWriter, r *http.Request) {
+	op := s.ready(w, r)
+	if op == nil {
+		return
+	}
 	q := r.URL.Query()
 	state := q.Get("state")
 	p, err := s.cfg.Store.TakeState(r.Context(), state, time.Now())
@@ -238,7 +376,7 @@ func (s *SSO) serveCallback(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	name, status, err := s.finish(r.Context(), q, p)
+	name, status, err := s.finish(r.Context(), op, q, p)
 	if p.Headless {
 		s.answerHeadless(w, r, state, name, status, err)
 		return
@@ -269,18 +407,21 @@ func (s *SSO) issue(ctx context.Context, name string) (nmauth.UserLogin, int, er
 // exchanged with the login's PKCE verifier, the ID token verified and its
 // nonce checked, the identity checked against the options and linked to a
 // user. It returns the status to refuse with.
-func (s *SSO) finish(ctx context.Context, q url.Values, p Pending) (string, int, error) {
+func (s *SSO) finish(ctx context.Context, op *provider, q url.Values, p Pending) (string, int, error) {
 	if e := q.Get("error"); e != "" {
 		return "", http.StatusForbidden, fmt.Errorf("%w: the provider answered %q", errRefused, e)
 	}
 	if s.cfg.HTTPClient != nil {
 		ctx = oidc.ClientContext(ctx, s.cfg.HTTPClient)
 	}
-	tok, err := s.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(p.Verifier))
-	if err != nil {
+	tok, err := op.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(p.Verifier))
+	if re := (*oauth2.RetrieveError)(nil); errors.As(err, &re) && re.Response.StatusCode < 500 {
 		return "", http.StatusBadRequest, errExchange
+	} else if err != nil {
+		// The provider did not answer, or failed: not the client's fault.
+		return "", http.StatusServiceUnavailable, fmt.Errorf("sso: the provider did not take the code: %w", err)
 	}
-	id, err := s.identify(ctx, tok, p.Nonce)
+	id, err := s.identify(ctx, op, tok, p.Nonce)
 	if err != nil {
 		return "", http.StatusBadRequest, err
 	}
@@ -300,9 +441,9 @@ func (s *SSO) finish(ctx context.Context, q url.Values, p Pending) (string, int,
 
 // identify verifies the ID token of tok and reads the identity from it,
 // and from the userinfo endpoint when it carries no e-mail.
-func (s *SSO) identify(ctx context.Context, tok *oauth2.Token, nonce string) (Identity, error) {
+func (s *SSO) identify(ctx context.Context, op *provider, tok *oauth2.Token, nonce string) (Identity, error) {
 	raw, _ := tok.Extra("id_token").(string)
-	idt, err := s.verifier.Verify(ctx, raw)
+	idt, err := op.verifier.Verify(ctx, raw)
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", errIDToken, err)
 	}
@@ -314,7 +455,7 @@ func (s *SSO) identify(ctx context.Context, tok *oauth2.Token, nonce string) (Id
 		return Identity{}, fmt.Errorf("%w: %w", errIDToken, err)
 	}
 	if _, ok := claims["email"]; !ok {
-		info, err := s.provider.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+		info, err := op.oidc.UserInfo(ctx, oauth2.StaticTokenSource(tok))
 		if err == nil && info.Subject == idt.Subject {
 			var extra map[string]any
 			if info.Claims(&extra) == nil {

@@ -59,17 +59,19 @@ func newWorld(t *testing.T, tweak func(*sso.Config)) *world {
 	}
 	appURL := "http://" + appLn.Addr().String()
 	clientID := fmt.Sprintf("nmauth-%d", clients.Add(1))
-	w.issuer = ssotest.Start(t, opUsers, clientID, "client-secret", appURL+"/api/oauth/callback")
-
 	w.auth, err = nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := sso.Config{Auth: w.auth, Store: sso.NewMemoryStore(), Issuer: w.issuer, ClientID: clientID,
+	cfg := sso.Config{Auth: w.auth, Store: sso.NewMemoryStore(), ClientID: clientID,
 		ClientSecret: "client-secret", RedirectURL: appURL + "/api/oauth/callback", CompleteURL: "/done"}
 	if tweak != nil {
 		tweak(&cfg)
 	}
+	// The provider knows the client as the application is configured:
+	// confidential with its secret, or public without one.
+	w.issuer = ssotest.Start(t, opUsers, clientID, cfg.ClientSecret, cfg.RedirectURL)
+	cfg.Issuer = w.issuer
 	if w.sso, err = sso.New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -29,13 +29,22 @@ type User struct {
 	EmailVerified                  bool
 }
 
-// Start runs a provider with users and one confidential web client,
-// clientID and secret, whose redirect URI is redirectURL, until t ends,
-// and returns its issuer. The example storage keeps its clients for the
-// whole process: give each test its own clientID.
+// Start runs a provider with users and one client, clientID, whose
+// redirect URI is redirectURL, until t ends, and returns its issuer. With
+// a secret the client is a confidential web client; with "" it is a
+// public (native) one, whose logins PKCE alone proves. The example storage
+// keeps its clients for the whole process: give each test its own
+// clientID.
 func Start(t testing.TB, users []User, clientID, secret, redirectURL string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return StartAt(t, "127.0.0.1:0", users, clientID, secret, redirectURL)
+}
+
+// StartAt is Start listening at addr, so that a test can name the
+// provider's issuer, http://addr, before the provider is up.
+func StartAt(t testing.TB, addr string, users []User, clientID, secret, redirectURL string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +66,11 @@ func Start(t testing.TB, users []User, clientID, secret, redirectURL string) str
 	if err != nil {
 		t.Fatal(err)
 	}
-	storage.RegisterClients(storage.WebClient(clientID, secret, redirectURL))
+	client := storage.WebClient(clientID, secret, redirectURL)
+	if secret == "" {
+		client = storage.NativeClient(clientID, redirectURL)
+	}
+	storage.RegisterClients(client)
 	srv := httptest.NewUnstartedServer(exampleop.SetupServer(issuer, storage.NewStorage(store), nil, false))
 	srv.Listener.Close()
 	srv.Listener = ln
