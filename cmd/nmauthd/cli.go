@@ -56,7 +56,7 @@ type options struct {
 
 	// Single sign-on (see sso.go).
 	ssoIssuer, ssoClientID, ssoRedirectURL, ssoGroup string
-	ssoCreateUsers                                   bool
+	ssoCreateUsers, ssoPublicClient                  bool
 	ssoDomains                                       stringList
 
 	// An access token's expiry and scope (see tokens.go).
@@ -86,7 +86,7 @@ type command struct {
 
 var commands = []command{
 	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
-		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group"}, run: serve,
+		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client"}, run: serve,
 		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
@@ -173,6 +173,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.ssoCreateUsers, "sso-create-users", false, "make a user at the first SSO login of an identity linked to none")
 	fs.Var(&o.ssoDomains, "sso-domain", "admit only verified e-mails of this domain; repeatable")
 	fs.StringVar(&o.ssoGroup, "sso-group", "", "admit only identities whose groups claim holds this group")
+	fs.BoolVar(&o.ssoPublicClient, "sso-public-client", false, "the client is public at the provider: no secret, PKCE only (else $NMAUTH_SSO_CLIENT_SECRET is required)")
 	return fs
 }
 
@@ -261,6 +262,9 @@ func (c *cli) usage(w io.Writer) {
 	fmt.Fprintln(w, "  NMAUTH_TRUSTED_PROXIES")
 	fmt.Fprintln(w, "                 the reverse proxies' addresses or CIDR prefixes, comma-separated, when no")
 	fmt.Fprintln(w, "                 --trusted-proxy is given (see the README's \"Behind a reverse proxy\")")
+	fmt.Fprintln(w, "  NMAUTH_SSO_CLIENT_SECRET")
+	fmt.Fprintln(w, "                 the client secret at the OpenID provider of --sso-issuer; required unless")
+	fmt.Fprintln(w, "                 --sso-public-client")
 }
 
 // oneLine keeps an error message on one line of the terminal.

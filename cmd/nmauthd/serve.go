@@ -129,6 +129,9 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	if o.trustedProxies, err = trustedProxies(o, c.getenv); err != nil {
 		return err
 	}
+	if err := checkSSOFlags(o, c.getenv); err != nil {
+		return err
+	}
 	var m *metrics
 	var instrument func(*nmauth.Config)
 	if o.metricsAddr != "" {
@@ -170,7 +173,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		ln.Close()
 		return err
 	}
-	if err := addSSORoutes(ctx, mux, b, o, c.log); err != nil {
+	if err := addSSORoutes(ctx, mux, b, o, c.getenv, c.log); err != nil {
 		ln.Close()
 		return err
 	}

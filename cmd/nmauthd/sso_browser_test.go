@@ -47,6 +47,7 @@ func TestBrowserSSO(t *testing.T) {
 	seed(t, dir, env, db)
 	d := startDaemon(t, dir, env, "--db", db, "--addr", addr, "--sso-issuer", issuer, "--sso-client-id", "nmauthd-browser",
 		"--sso-redirect-url", "http://"+addr+"/api/oauth/callback", "--sso-create-users")
+	waitSSO(t, d)
 	p := openPage(t, d.url+"/")
 	p.do("wait for the SSO button", chromedp.WaitVisible(chromedp.ID("sso-login-start")))
 	p.do("log in at the provider",
@@ -91,6 +92,7 @@ func TestSSOLinkCommand(t *testing.T) {
 	}
 	d := startDaemon(t, dir, env, "--db", db, "--addr", addr, "--sso-issuer", issuer, "--sso-client-id", "nmauthd-link",
 		"--sso-redirect-url", callback)
+	waitSSO(t, d)
 	if got := ssoLogin(t, d.url, issuer, "ann", "op-password-1"); got != a.user {
 		t.Fatalf("the SSO login logged in as %q, want %q", got, a.user)
 	}
