@@ -2,7 +2,9 @@ package sso
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -29,11 +31,16 @@ const (
 var errTerminalSecondFactor = errors.New("sso: this user has a second factor, which a terminal login cannot ask for; log in with the password and code")
 
 // serveHeadless runs nmctl's headless login over a websocket: the first
-// text message is the URL to visit; once the provider sends the browser
-// back, to this replica or another, the message "JWT: <token>" carries
+// text message is the URL to visit, on its first line, and on its second
+// the login's code (see [userCode]), which nmctl prints as it is. Once the
+// provider sends the browser back, to this replica or another, the
+// callback shows the same code and asks the person there to confirm the
+// login (serveConfirm); only then does the message "JWT: <token>" carry
 // the user token, and the socket closes normally. A login that cannot end
-// in a user token (refused, or a user whose second factor a terminal
-// cannot answer) gets a message saying why instead.
+// in a user token (refused or not confirmed, or a user whose second
+// factor a terminal cannot answer) gets a message saying why instead, and
+// one nobody confirms ends with the socket's time, PendingTTL, and no
+// token.
 func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
 	op := s.ready(w, r)
 	if op == nil {
@@ -50,16 +57,19 @@ func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conn.CloseNow()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.PendingTTL)
-	defer cancel()
 	// Reading notices the client going away; nmctl sends nothing else.
-	ctx = conn.CloseRead(ctx)
+	// The login's time is a timer of its own: a cancelled read would drop
+	// the connection without a close frame.
+	ctx := conn.CloseRead(r.Context())
+	expired := time.NewTimer(s.cfg.PendingTTL)
+	defer expired.Stop()
 	state, authURL, err := s.begin(ctx, op, "", true)
 	if err != nil {
 		conn.Close(websocket.StatusTryAgainLater, "the server cannot start a login now")
 		return
 	}
-	if err := conn.Write(ctx, websocket.MessageText, []byte(authURL)); err != nil {
+	first := authURL + "\n and confirm there the code " + userCode(state)
+	if err := conn.Write(ctx, websocket.MessageText, []byte(first)); err != nil {
 		return
 	}
 	tick := time.NewTicker(resultPoll)
@@ -67,7 +77,9 @@ func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-ctx.Done():
-			conn.Close(websocket.StatusNormalClosure, "")
+			return
+		case <-expired.C:
+			conn.Close(websocket.StatusNormalClosure, "the login was not completed in time")
 			return
 		case <-tick.C:
 		}
@@ -100,27 +112,83 @@ func (s *SSO) terminalMessage(ctx context.Context, result string) string {
 	return "JWT: " + login.AuthToken
 }
 
-// answerHeadless stores the end of a headless login for its websocket and
-// tells the browser whether the terminal is logged in.
-func (s *SSO) answerHeadless(w http.ResponseWriter, r *http.Request, state, name string, status int, err error) {
+// answerHeadless ends the callback of a headless login: a refusal is
+// stored for the websocket and answered; a login is not handed to the
+// websocket yet but shown to the person at the browser, with the code the
+// terminal printed, to confirm or refuse (serveConfirm). The confirmation
+// waits in the Store's results under a key of its own, bound to this
+// browser by a cookie, until the state's expiry.
+func (s *SSO) answerHeadless(w http.ResponseWriter, r *http.Request, state string, p Pending, name string, status int, err error) {
 	if err == nil {
 		if info, lerr := s.cfg.Auth.LookupUser(r.Context(), name); lerr == nil && info.TOTPEnabled {
 			status, err = http.StatusForbidden, errTerminalSecondFactor
 		}
 	}
-	result := resultUser + name
 	if err != nil {
-		result = resultRefusal + strings.TrimPrefix(err.Error(), "sso: ")
-	}
-	if perr := s.cfg.Store.PutResult(r.Context(), state, result, time.Now().Add(s.cfg.PendingTTL)); perr != nil {
-		s.cfg.Auth.WriteError(w, r, nmauth.ErrStoreUnavailable)
-		return
-	}
-	if err != nil {
+		result := resultRefusal + strings.TrimPrefix(err.Error(), "sso: ")
+		if perr := s.cfg.Store.PutResult(r.Context(), state, result, time.Now().Add(s.cfg.PendingTTL)); perr != nil {
+			s.cfg.Auth.WriteError(w, r, nmauth.ErrStoreUnavailable)
+			return
+		}
 		s.refuse(w, r, status, err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write([]byte("Logged in: return to the terminal.\n"))
+	token, binding := randomString(), randomString()
+	c := confirmation{State: state, User: name, Binding: digest(binding), Expires: p.Expires}
+	if perr := s.cfg.Store.PutResult(r.Context(), confirmKey(token), c.encode(), p.Expires); perr != nil {
+		s.cfg.Auth.WriteError(w, r, nmauth.ErrStoreUnavailable)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: confirmCookie, Value: binding, Path: "/api/oauth/", HttpOnly: true,
+		Secure: s.secure, SameSite: http.SameSiteStrictMode, MaxAge: max(1, int(time.Until(p.Expires)/time.Second))})
+	page(w, http.StatusOK, confirmPage, confirmData{User: name, Code: userCode(state), Token: token})
+}
+
+// serveConfirm takes the answer of the person at the browser to a
+// headless login: confirmed, the login goes to its websocket, which issues
+// the token; refused, the websocket is told so. The form's token names the
+// confirmation, once; the cookie set with it must come from the same
+// browser, or nothing changes.
+func (s *SSO) serveConfirm(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	token, answer := r.PostFormValue("token"), r.PostFormValue("answer")
+	if token == "" || (answer != "confirm" && answer != "refuse") {
+		s.refuse(w, r, http.StatusBadRequest, errConfirmForm)
+		return
+	}
+	ctx := r.Context()
+	text, err := s.cfg.Store.TakeResult(ctx, confirmKey(token), time.Now())
+	switch {
+	case errors.Is(err, nmauth.ErrNotFound):
+		s.refuse(w, r, http.StatusBadRequest, errConfirmation)
+		return
+	case err != nil:
+		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+		return
+	}
+	c, err := decodeConfirmation(text)
+	if err != nil {
+		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrDataFault, err))
+		return
+	}
+	cookie, cerr := r.Cookie(confirmCookie)
+	if cerr != nil || subtle.ConstantTimeCompare([]byte(digest(cookie.Value)), []byte(c.Binding)) != 1 {
+		// Put back as it was: the browser that signed in may still answer.
+		if perr := s.cfg.Store.PutResult(ctx, confirmKey(token), text, c.Expires); perr != nil {
+			s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, perr))
+			return
+		}
+		s.refuse(w, r, http.StatusBadRequest, errBinding)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: confirmCookie, Path: "/api/oauth/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
+	result, status, msg := resultUser+c.User, http.StatusOK, "Logged in: return to the terminal."
+	if answer == "refuse" {
+		result, status, msg = resultRefusal+"the person signed in at the provider refused it", http.StatusOK, "Refused: the terminal gets no login."
+	}
+	if err := s.cfg.Store.PutResult(ctx, c.State, result, c.Expires); err != nil {
+		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+		return
+	}
+	page(w, status, donePage, msg)
 }

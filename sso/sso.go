@@ -5,6 +5,7 @@
 //	GET /api/oauth/login     starts a browser login (the web UI's button)
 //	GET /api/oauth/callback  the provider sends the browser back here
 //	GET /api/oauth/headless  a websocket: nmctl context set --sso
+//	POST /api/oauth/confirm  the person at the browser confirms a headless login
 //
 // An identity links to an nmauth user by its issuer and subject, which a
 // provider keeps when the user's e-mail changes. The login it earns is the
@@ -300,12 +301,13 @@ func (s *SSO) ready(w http.ResponseWriter, r *http.Request) *provider {
 	return nil
 }
 
-// Handler serves the three routes; mount it at /api/oauth/.
+// Handler serves the routes; mount it at /api/oauth/.
 func (s *SSO) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/oauth/login", s.serveLogin)
 	mux.HandleFunc("GET /api/oauth/callback", s.serveCallback)
 	mux.HandleFunc("GET /api/oauth/headless", s.serveHeadless)
+	mux.HandleFunc("POST /api/oauth/confirm", s.serveConfirm)
 	return mux
 }
 
@@ -378,7 +380,7 @@ func (s *SSO) serveCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	name, status, err := s.finish(r.Context(), op, q, p)
 	if p.Headless {
-		s.answerHeadless(w, r, state, name, status, err)
+		s.answerHeadless(w, r, state, p, name, status, err)
 		return
 	}
 	var login nmauth.UserLogin

@@ -338,28 +338,86 @@ func (w *world) replica(tweak func(*sso.Config)) string {
 	return srv.URL
 }
 
-// TestHeadless: nmctl's protocol over the websocket: the URL to visit,
-// then "JWT: <token>" once the browser has logged in, then a normal close.
-// The websocket is on one replica and the provider's callback reaches
-// another: the token goes through the Store.
+// headlessStart opens a headless login's websocket at base and returns it
+// with the provider's URL and the code of its first message.
+func headlessStart(ctx context.Context, t *testing.T, w *world, base string) (*websocket.Conn, string, string) {
+	t.Helper()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/api/oauth/headless", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.CloseNow() })
+	_, first, err := conn.Read(ctx)
+	m := firstMessage.FindStringSubmatch(string(first))
+	if err != nil || m == nil || !strings.HasPrefix(m[1], w.issuer) {
+		t.Fatalf("first message %q, %v; want the provider's URL and the code", first, err)
+	}
+	return conn, m[1], m[2]
+}
+
+// firstMessage is the first message of a headless login: the URL to
+// visit on its own line, then the code to confirm there.
+var firstMessage = regexp.MustCompile(`^(\S+)\n and confirm there the code ([B-Z]{4}-[B-Z]{4})$`)
+
+var (
+	pageCode  = regexp.MustCompile(`<p id="code"[^>]*>([^<]+)</p>`)
+	pageToken = regexp.MustCompile(`name="token" value="([^"]+)"`)
+)
+
+// confirmPage goes through the provider's login page from start as name
+// and returns the code and the form's token of the page the callback
+// answers.
+func (b *browser) confirmPage(w *world, start, name string) (code, token string) {
+	b.t.Helper()
+	status, _, body := b.get(b.toCallback(w, start, name))
+	c, tok := pageCode.FindStringSubmatch(body), pageToken.FindStringSubmatch(body)
+	if status != http.StatusOK || c == nil || tok == nil {
+		b.t.Fatalf("the callback of a headless login: %d %.500s; want the confirmation page", status, body)
+	}
+	return c[1], tok[1]
+}
+
+// answer posts the confirmation page's form to base.
+func (b *browser) answer(base, token, answer string) (int, string) {
+	b.t.Helper()
+	resp, err := b.client.PostForm(base+"/api/oauth/confirm", url.Values{"token": {token}, "answer": {answer}})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestHeadless: nmctl's protocol over the websocket: the URL to visit and
+// the login's code; the callback shows the same code and asks to
+// confirm; once confirmed, "JWT: <token>", then a normal close. The
+// websocket is on one replica, and the provider's callback reaches
+// another: the login goes through the Store. A confirmation from another
+// browser, or a form without its token, changes nothing.
 func TestHeadless(t *testing.T) {
 	w := newWorld(t, nil)
 	w.link("id1", "alice")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	other := w.replica(nil)
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(other, "http")+"/api/oauth/headless", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.CloseNow()
-	_, first, err := conn.Read(ctx)
-	if err != nil || !strings.HasPrefix(string(first), w.issuer) {
-		t.Fatalf("first message %q, %v; want the provider's URL", first, err)
-	}
+	conn, visit, code := headlessStart(ctx, t, w, other)
 	b := newBrowser(t)
-	if status, _, body := b.get(b.toCallback(w, string(first), "alice")); status != http.StatusOK {
-		t.Fatalf("callback of a headless login: %d %s", status, body)
+	shown, token := b.confirmPage(w, visit, "alice")
+	if shown != code {
+		t.Fatalf("the page shows the code %q, the terminal %q", shown, code)
+	}
+	if status, body := newBrowser(t).answer(w.app.URL, token, "confirm"); status != http.StatusBadRequest {
+		t.Fatalf("a confirmation from another browser: %d %s, want 400", status, body)
+	}
+	if status, _ := b.answer(w.app.URL, "", "confirm"); status != http.StatusBadRequest {
+		t.Fatalf("a confirmation without its token: %d, want 400", status)
+	}
+	if status, body := b.answer(other, token, "confirm"); status != http.StatusOK || !strings.Contains(body, "return to the terminal") {
+		t.Fatalf("the confirmation: %d %s", status, body)
+	}
+	if status, _ := b.answer(w.app.URL, token, "confirm"); status != http.StatusBadRequest {
+		t.Fatalf("the same confirmation again: %d, want 400", status)
 	}
 	_, msg, err := conn.Read(ctx)
 	tok, ok := strings.CutPrefix(string(msg), "JWT: ")
@@ -371,6 +429,33 @@ func TestHeadless(t *testing.T) {
 	}
 	if _, _, err := conn.Read(ctx); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 		t.Fatalf("after the token: %v, want a normal close", err)
+	}
+}
+
+// TestHeadlessUnconfirmed: a headless login whose person at the browser
+// refuses gets a message saying so, and one nobody confirms ends at its
+// PendingTTL with a normal close; neither gets a token.
+func TestHeadlessUnconfirmed(t *testing.T) {
+	w := newWorld(t, func(c *sso.Config) { c.PendingTTL = 5 * time.Second })
+	w.link("id1", "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	conn, visit, _ := headlessStart(ctx, t, w, w.app.URL)
+	b := newBrowser(t)
+	_, token := b.confirmPage(w, visit, "alice")
+	if status, body := b.answer(w.app.URL, token, "refuse"); status != http.StatusOK || !strings.Contains(body, "Refused") {
+		t.Fatalf("the refusal: %d %s", status, body)
+	}
+	_, msg, err := conn.Read(ctx)
+	if err != nil || strings.HasPrefix(string(msg), "JWT: ") || !strings.Contains(string(msg), "refused") {
+		t.Fatalf("after a refusal: %q, %v; want a message saying so", msg, err)
+	}
+
+	conn, visit, _ = headlessStart(ctx, t, w, w.app.URL)
+	newBrowser(t).confirmPage(w, visit, "alice")
+	if _, msg, err := conn.Read(ctx); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("a login nobody confirmed: message %q, %v; want a normal close and nothing else", msg, err)
 	}
 }
 
@@ -407,20 +492,12 @@ func TestHeadlessRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := "ws" + strings.TrimPrefix(w.app.URL, "http") + "/api/oauth/headless"
-	conn, _, err := websocket.Dial(ctx, ws, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.CloseNow()
-	_, first, err := conn.Read(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, first, _ := headlessStart(ctx, t, w, w.app.URL)
 	if _, resp, err := websocket.Dial(ctx, ws, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a second headless login past MaxHeadless: %v, want 503", err)
 	}
 	b := newBrowser(t)
-	if status, _, _ := b.get(b.toCallback(w, string(first), "alice")); status != http.StatusForbidden {
+	if status, _, _ := b.get(b.toCallback(w, first, "alice")); status != http.StatusForbidden {
 		t.Fatalf("the callback of a headless login of a TOTP user: %d, want 403", status)
 	}
 	_, msg, err := conn.Read(ctx)
