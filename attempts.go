@@ -173,13 +173,12 @@ func WithClientAddr(ctx context.Context, addr netip.Addr) context.Context {
 // address, or the /64 of an IPv6 address, the block a single host usually
 // holds; "" when ctx names none.
 func clientKey(ctx context.Context) string {
-	addr, ok := ctx.Value(clientAddrKey{}).(netip.Addr)
-	if !ok || !addr.IsValid() {
+	addr := clientOfContext(ctx)
+	switch {
+	case !addr.IsValid():
 		return ""
-	}
-	addr = addr.Unmap()
-	if addr.Is6() {
-		return netip.PrefixFrom(addr, 64).Masked().String()
+	case addr.Is6():
+		return netip.PrefixFrom(addr, 64).String()
 	}
 	return addr.String()
 }

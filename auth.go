@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"runtime"
 	"time"
 )
 
@@ -65,9 +66,24 @@ type Config struct {
 	// PasswordHashConcurrency bounds how many password hashes run at
 	// once. Defaults to the number of CPUs.
 	PasswordHashConcurrency int
-	// PasswordHashQueue bounds how many logins wait for a hashing slot;
-	// beyond it a login fails at once with [ErrOverloaded]. Defaults to 64.
+	// PasswordHashQueue bounds how many logins wait for a hashing slot.
+	// The slots are shared fairly: clients that logged in rightly before
+	// from their address go first, and the others take turns by client
+	// group (IPv4 /24, IPv6 /56). Past the bound a login takes the place
+	// of one from a larger group, or fails at once with [ErrOverloaded].
+	// Defaults to 64.
 	PasswordHashQueue int
+	// HostLoginConcurrency bounds how many host logins run their Store
+	// calls at once; HostLoginQueue how many more wait, shared as the
+	// hashing slots are. A login's Store deadline starts once it runs, so
+	// a burst of hosts waits in the queue rather than failing because its
+	// deadline ran out behind the others. Default to 4 per CPU and 16384.
+	HostLoginConcurrency, HostLoginQueue int
+	// QueueTimeout bounds how long a login waits for its turn, for a
+	// hashing slot or a host login's; past it the login fails with
+	// [ErrOverloaded] (503 with Retry-After over HTTP). Defaults to 10
+	// seconds.
+	QueueTimeout time.Duration
 
 	// StatusCacheTTL is the longest time the bearer check trusts what it
 	// last read of a user's or host's standing (deleted, disabled,
@@ -119,8 +135,9 @@ type Config struct {
 	RefuseMACChange bool
 
 	// StoreTimeout bounds every Store call, and every login as a whole
-	// but the time of its password hash (its wait for a hashing slot,
-	// its Store calls and the hooks it asks). Past it, or when the Store fails, the caller gets
+	// from when it is admitted ([Config.QueueTimeout] bounds its wait)
+	// but the time of its password hash: its Store calls and the hooks it
+	// asks. Past it, or when the Store fails, the caller gets
 	// [ErrStoreUnavailable] (503 with Retry-After over HTTP). Defaults to
 	// 3 seconds.
 	StoreTimeout time.Duration
@@ -199,8 +216,15 @@ func (c *Config) setDefaults() {
 	def(&c.StatusCacheTTL, 2*time.Second)
 	def(&c.StoreTimeout, 3*time.Second)
 	if c.PasswordHashQueue == 0 {
-		c.PasswordHashQueue = 64
+		c.PasswordHashQueue = defaultHashQueue
 	}
+	if c.HostLoginConcurrency <= 0 {
+		c.HostLoginConcurrency = 4 * runtime.NumCPU()
+	}
+	if c.HostLoginQueue == 0 {
+		c.HostLoginQueue = 16384
+	}
+	def(&c.QueueTimeout, defaultQueueTimeout)
 	if c.ClientRate == 0 {
 		c.ClientRate = 1
 	}
@@ -302,8 +326,12 @@ type Authenticator struct {
 	bearer  *tokenVerifier
 	preAuth *tokenVerifier
 	hasher  *passwordHasher
-	tokens  *tokenCache
-	status  *statusCache[accountStatus]
+	// hostGate admits host logins; known names the clients with a recent
+	// right login, which both gates let in first.
+	hostGate *admission
+	known    *knownClients
+	tokens   *tokenCache
+	status   *statusCache[accountStatus]
 	// access keeps the access tokens; nil when the Store does not.
 	access  *guardedTokens
 	clients *clientLimiter
@@ -316,7 +344,7 @@ func New(cfg Config) (*Authenticator, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	for _, d := range []time.Duration{cfg.UserTokenTTL, cfg.PreAuthTokenTTL, cfg.HostTokenTTL, cfg.NodeTokenTTL, cfg.EnrollmentTTL, cfg.ReenrollWindow, cfg.StoreTimeout, cfg.AccessTokenTTL, cfg.MaxAccessTokenTTL} {
+	for _, d := range []time.Duration{cfg.UserTokenTTL, cfg.PreAuthTokenTTL, cfg.HostTokenTTL, cfg.NodeTokenTTL, cfg.EnrollmentTTL, cfg.ReenrollWindow, cfg.StoreTimeout, cfg.AccessTokenTTL, cfg.MaxAccessTokenTTL, cfg.QueueTimeout} {
 		if d < 0 {
 			return nil, errors.New("nmauth: Config lifetimes must be positive")
 		}
@@ -346,20 +374,25 @@ func New(cfg Config) (*Authenticator, error) {
 	if access != nil {
 		accessStore = access
 	}
+	known := newKnownClients()
+	hasher := newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand)
+	hasher.gate = hashGate(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.QueueTimeout, known)
 	a := &Authenticator{
-		cfg:     cfg,
-		store:   store,
-		guard:   store,
-		ring:    ring,
-		minter:  minter,
-		bearer:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
-		preAuth: newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
-		hasher:  newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand),
-		tokens:  newTokenCache(cfg.TokenCacheSize),
-		status:  newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store, accessStore)),
-		access:  access,
-		clients: newClientLimiter(cfg),
-		log:     cfg.Logger,
+		cfg:      cfg,
+		store:    store,
+		guard:    store,
+		ring:     ring,
+		minter:   minter,
+		bearer:   newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
+		preAuth:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
+		hasher:   hasher,
+		hostGate: newAdmission(cfg.HostLoginConcurrency, max(cfg.HostLoginQueue, 0), cfg.QueueTimeout, known),
+		known:    known,
+		tokens:   newTokenCache(cfg.TokenCacheSize),
+		status:   newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store, accessStore)),
+		access:   access,
+		clients:  newClientLimiter(cfg),
+		log:      cfg.Logger,
 	}
 	return a, nil
 }
@@ -505,24 +538,23 @@ var errHashChangedTooOften = fmt.Errorf("%w: the password changed during the log
 // grant gets the time to put in the token.
 func (a *Authenticator) login(ctx context.Context, t loginTarget, password string,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
-	// One deadline for the whole login but its hashing: its wait for a
-	// hashing slot, held by logins stuck in a slow Store, counts against
-	// it with its own Store calls and hooks, so that it answers within
-	// StoreTimeout (and the time of its hash) however many logins queue
-	// before it.
+	// The login waits for its turn first; its deadline, for its Store
+	// calls and hooks, starts once it has one, so that a login that waited
+	// behind a burst still has the whole of StoreTimeout. The queue's own
+	// bound, QueueTimeout, bounds the wait.
 	parent := ctx
-	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
-	defer cancel()
 	if t.read != nil {
-		if handled, err := a.loginMachine(ctx, t, password, admit, grant); handled {
+		if handled, err := a.loginHostTurn(parent, t, password, admit, grant); handled {
 			return err
 		}
 	}
-	release, err := a.hasher.acquire(ctx)
+	release, err := a.hasher.acquire(parent)
 	if err != nil {
 		return err
 	}
 	defer release()
+	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
+	defer cancel()
 	client := clientKey(ctx)
 	now := a.now()
 	var hash string
@@ -571,6 +603,21 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		}
 		return err
 	}
+}
+
+// loginHostTurn runs [Authenticator.loginMachine] in a host login's turn
+// at the host gate, under a deadline of StoreTimeout from when the turn
+// comes. A host with a password hash leaves the gate before it waits for
+// a hashing slot, so that password logins never hold up machine secrets.
+func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, secret string,
+	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
+	if err := a.hostGate.acquire(parent, clientOfContext(parent)); err != nil {
+		return true, err
+	}
+	defer a.hostGate.release()
+	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
+	defer cancel()
+	return a.loginMachine(ctx, t, secret, admit, grant)
 }
 
 // admitAndGrant runs the steps of a login after its password's hash,
@@ -666,6 +713,7 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 	if err := grant(acc, a.now()); err != nil {
 		return err
 	}
+	a.known.note(clientOfContext(ctx))
 	a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
 	return nil
 }
@@ -711,7 +759,8 @@ func (a *Authenticator) newCredential(t loginTarget, stored, secret string, upgr
 // current one) and the account is not disabled: it marks the client
 // known, resets the counters, stores newCredential when set, and calls
 // grant. It emits the login's outcome, but for errHashChanged and for
-// grant's refusal of a right secret ([ErrForbidden]).
+// grant's refusal of a right secret ([ErrForbidden]), and notes a granted
+// login's client as known (see knownClients).
 func (a *Authenticator) grantLogin(ctx context.Context, t loginTarget, checked, newCredential, client string,
 	grant func(acc account, now time.Time) error) (current string, err error) {
 	err = t.update(ctx, func(acc account) error {
@@ -737,6 +786,7 @@ func (a *Authenticator) grantLogin(ctx context.Context, t loginTarget, checked, 
 	case err != nil:
 		return "", err
 	}
+	a.known.note(clientOfContext(ctx))
 	a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
 	return "", nil
 }

@@ -83,14 +83,12 @@ type argonHash struct {
 
 // passwordHasher hashes and verifies passwords under a concurrency bound:
 // each argon2id call holds 19 MiB, so running every login at once would
-// let a flood of requests exhaust memory.
+// let a flood of requests exhaust memory. Its slots are shared fairly
+// among clients (see admission).
 type passwordHasher struct {
-	// tickets admits the callers that run or wait; when it is full a
-	// caller is turned away at once rather than piling up.
-	tickets chan struct{}
-	// slots admits the callers that run.
-	slots chan struct{}
-	rnd   io.Reader
+	// gate admits the callers that run, and queues a bounded number more.
+	gate *admission
+	rnd  io.Reader
 
 	// argonKey and bcryptCompare do the expensive work; tests replace them
 	// to hold a slot or to keep fuzzing cheap.
@@ -103,9 +101,24 @@ type passwordHasher struct {
 
 // newPasswordHasher returns a hasher running at most concurrency hashes at
 // once (0 or less means runtime.NumCPU()) with up to queue more callers
-// waiting (0 means 64, less than 0 means none). rnd supplies salts and
-// must be safe for concurrent use; nil means crypto/rand.
+// waiting (0 means 64, less than 0 means none), each up to
+// defaultQueueTimeout, none before another. rnd supplies salts and must be
+// safe for concurrent use; nil means crypto/rand.
 func newPasswordHasher(concurrency, queue int, rnd io.Reader) *passwordHasher {
+	if rnd == nil {
+		rnd = rand.Reader
+	}
+	return &passwordHasher{
+		gate:          hashGate(concurrency, queue, defaultQueueTimeout, nil),
+		rnd:           rnd,
+		argonKey:      argon2.IDKey,
+		bcryptCompare: bcrypt.CompareHashAndPassword,
+	}
+}
+
+// hashGate is the admission of password hashes: concurrency and queue as
+// [newPasswordHasher] takes them.
+func hashGate(concurrency, queue int, timeout time.Duration, known *knownClients) *admission {
 	if concurrency <= 0 {
 		concurrency = runtime.NumCPU()
 	}
@@ -115,41 +128,19 @@ func newPasswordHasher(concurrency, queue int, rnd io.Reader) *passwordHasher {
 	case queue < 0:
 		queue = 0
 	}
-	if rnd == nil {
-		rnd = rand.Reader
-	}
-	return &passwordHasher{
-		tickets:       make(chan struct{}, concurrency+queue),
-		slots:         make(chan struct{}, concurrency),
-		rnd:           rnd,
-		argonKey:      argon2.IDKey,
-		bcryptCompare: bcrypt.CompareHashAndPassword,
-	}
+	return newAdmission(concurrency, queue, timeout, known)
 }
 
-// acquire waits for a slot. It fails at once with a [*RetryError] for
-// [ErrOverloaded] when the queue is full, and with ctx.Err() if ctx ends
-// first. On success the caller must call the returned release.
+// acquire waits for a slot, in its client's turn (the client ctx names,
+// see [WithClientAddr]). It fails with a [*RetryError] for [ErrOverloaded]
+// when the queue is full, or the wait outlasts the queue's timeout or
+// ctx's deadline, and with ctx.Err() if ctx is cancelled. On success the
+// caller must call release.
 func (h *passwordHasher) acquire(ctx context.Context) (release func(), err error) {
-	if err := ctx.Err(); err != nil {
+	if err := h.gate.acquire(ctx, clientOfContext(ctx)); err != nil {
 		return nil, err
 	}
-	select {
-	case h.tickets <- struct{}{}:
-	default:
-		return nil, &RetryError{Reason: ErrOverloaded, RetryAfter: overloadRetryAfter}
-	}
-	select {
-	case h.slots <- struct{}{}:
-		return func() { <-h.slots; <-h.tickets }, nil
-	case <-ctx.Done():
-		<-h.tickets
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			// The login's deadline passed in the queue: the server is busy.
-			return nil, &RetryError{Reason: ErrOverloaded, RetryAfter: overloadRetryAfter}
-		}
-		return nil, ctx.Err()
-	}
+	return h.gate.release, nil
 }
 
 // hash returns the argon2id PHC string of password with the current

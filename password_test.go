@@ -344,7 +344,11 @@ func blockingHasher(t *testing.T) (h *passwordHasher, entered chan struct{}, rel
 // wait. It never sleeps; a caller that never arrives fails the test by its
 // deadline.
 func waitForTickets(h *passwordHasher, n int) {
-	for len(h.tickets) < n {
+	for {
+		running, waiting := h.gate.load()
+		if running+waiting >= n {
+			return
+		}
 		runtime.Gosched()
 	}
 }
@@ -412,8 +416,8 @@ func TestPasswordHasherBound(t *testing.T) {
 			if n := runs.Load(); n != 2 {
 				t.Errorf("hashing ran %d times; want 2 (the refused and cancelled callers must not run)", n)
 			}
-			if len(h.tickets) != 0 || len(h.slots) != 0 {
-				t.Errorf("after all callers: %d tickets, %d slots held; want none", len(h.tickets), len(h.slots))
+			if running, waiting := h.gate.load(); running != 0 || waiting != 0 {
+				t.Errorf("after all callers: %d running, %d waiting; want none", running, waiting)
 			}
 		})
 	}
@@ -488,8 +492,8 @@ func TestNewPasswordHasherDefaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d,%d", tt.concurrency, tt.queue), func(t *testing.T) {
 			h := newPasswordHasher(tt.concurrency, tt.queue, nil)
-			if cap(h.slots) != tt.wantSlots || cap(h.tickets) != tt.wantTickets {
-				t.Errorf("slots %d, tickets %d; want %d, %d", cap(h.slots), cap(h.tickets), tt.wantSlots, tt.wantTickets)
+			if h.gate.limit != tt.wantSlots || h.gate.limit+h.gate.bound != tt.wantTickets {
+				t.Errorf("slots %d, queue %d; want %d, %d", h.gate.limit, h.gate.bound, tt.wantSlots, tt.wantTickets-tt.wantSlots)
 			}
 			if h.rnd == nil {
 				t.Error("nil rnd not replaced by crypto/rand")

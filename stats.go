@@ -9,9 +9,14 @@ type Stats struct {
 	// sets.
 	PasswordHashesRunning int
 	// PasswordHashesWaiting is how many callers wait for a slot now, at
-	// most the bound [Config.PasswordHashQueue] sets. A caller that finds the queue full
-	// is refused with a [*RetryError] for [ErrOverloaded] and is not counted.
+	// most the bound [Config.PasswordHashQueue] sets. A caller refused at the
+	// full queue or past [Config.QueueTimeout] gets a [*RetryError] for
+	// [ErrOverloaded] and is not counted.
 	PasswordHashesWaiting int
+	// HostLoginsRunning and HostLoginsWaiting are the same of host
+	// logins, under [Config.HostLoginConcurrency] and
+	// [Config.HostLoginQueue].
+	HostLoginsRunning, HostLoginsWaiting int
 	// TokenCache is the cache of bearer tokens that verified. A hit spares
 	// the token's parse and signature check; every other credential
 	// [Authenticator.CheckBearer] is given, the master key included, is a
@@ -40,25 +45,18 @@ type CacheStats struct {
 // it may be called on every scrape; under load its fields are read one
 // after another rather than at one instant.
 func (a *Authenticator) Stats() Stats {
-	running, waiting := a.hasher.load()
+	running, waiting := a.hasher.gate.load()
+	hostsRunning, hostsWaiting := a.hostGate.load()
 	tokens := a.tokens.stats()
 	return Stats{
 		PasswordHashesRunning: running,
 		PasswordHashesWaiting: waiting,
+		HostLoginsRunning:     hostsRunning,
+		HostLoginsWaiting:     hostsWaiting,
 		TokenCache:            tokens,
 		StatusCache:           a.status.stats(tokens),
 		Clients:               a.clients.stats(),
 	}
-}
-
-// load returns how many callers hold a slot and how many wait for one. A
-// caller holds a ticket from before it waits until after it releases its
-// slot, so the callers with a ticket but no slot are the ones waiting.
-func (h *passwordHasher) load() (running, waiting int) {
-	running = len(h.slots)
-	// A slot released between the two reads makes tickets the smaller.
-	waiting = max(len(h.tickets)-running, 0)
-	return running, waiting
 }
 
 func (c *tokenCache) stats() CacheStats {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -123,9 +122,7 @@ func TestStatsPasswordHashQueue(t *testing.T) {
 	login()
 	// Both are admitted once they hold a ticket; the slot stays held, so
 	// they wait.
-	for len(a.hasher.tickets) < 3 {
-		runtime.Gosched()
-	}
+	waitForTickets(a.hasher, 3)
 	if got := a.Stats(); got.PasswordHashesRunning != 1 || got.PasswordHashesWaiting != 2 {
 		t.Errorf("one login hashing, two queued: running %d, waiting %d; want 1, 2", got.PasswordHashesRunning, got.PasswordHashesWaiting)
 	}
