@@ -18,6 +18,15 @@
 //	fleet        -fleet-hosts hosts PREFIX-0000000…, taken in turn: a host
 //	             logs in when it has no token or -fleet-relogin has passed
 //	             since its last login, and calls GET /api/whoami otherwise
+//	flood        -c clients send wrong passwords from -sources addresses,
+//	             for made-up names and -user in turn, as fast as answered,
+//	             for -d, while -user logs in rightly from an address of
+//	             its own where it logged in before: how many of its right
+//	             logins answer 200 within 5 s
+//	burst        -fleet-hosts hosts, each on a connection from an address
+//	             of its own, log in at one moment and then back to back
+//	             for -d: every answer's status, p99, the slowest answer
+//	             and, with -pid, the server's peak resident memory
 //
 // The fleet scenario's hosts share one password. -serve creates them with
 // -fleet-hosts; for nmauthd, import them with `nmauthd host import`, one
@@ -120,7 +129,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.SetOutput(out)
 	var scenarios string
 	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081", "base URL of the server; must be loopback")
-	fs.StringVar(&scenarios, "scenarios", "healthz,whoami", "comma-separated: healthz, whoami, login, verify-totp, fleet")
+	fs.StringVar(&scenarios, "scenarios", "healthz,whoami", "comma-separated: healthz, whoami, login, verify-totp, fleet, flood, burst")
 	fs.IntVar(&o.bounds.clients, "c", 16, "concurrent keep-alive clients")
 	fs.DurationVar(&o.bounds.d, "d", 10*time.Second, "time bound per scenario (0: none)")
 	fs.IntVar(&o.bounds.n, "n", 0, "request bound per scenario (0: none)")

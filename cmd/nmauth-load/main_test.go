@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -495,5 +497,72 @@ func TestRate(t *testing.T) {
 	table := out.String()[strings.Index(out.String(), "scenario "):]
 	if f := strings.Fields(strings.Split(strings.TrimSpace(table), "\n")[1]); f[0] != "healthz" || f[1] != fmt.Sprint(n) {
 		t.Errorf("table does not show %d healthz requests:\n%s", n, table)
+	}
+}
+
+// TestFloodScenario floods a server with wrong passwords from 40
+// addresses while the user logs in rightly from its own: the scenario
+// reports the user's right logins, which all get in, and what the flood
+// got, some of it turned away.
+func TestFloodScenario(t *testing.T) {
+	srv := testServer(t, 0, func(c *nmauth.Config) {
+		c.PasswordHashConcurrency, c.PasswordHashQueue = 1, 4
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // the flood's refusals are many
+	})
+	o := mustParse(t, "-target", srv.URL, "-user", testUser, "-scenarios", "flood", "-c", "40", "-sources", "40", "-d", "1s")
+	var log bytes.Buffer
+	results, err := runScenarios(context.Background(), o, testAPI(t, o), &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results[0]
+	if r.answered() < 1 || r.ok() != r.answered() || r.transport != 0 {
+		t.Errorf("the user's right logins: %d answered, %d ok, errors %s; want every one 200\n%s", r.answered(), r.ok(), r.errorSummary(), log.String())
+	}
+	var clients, sources, sent, wrong, throttled, busy, lost int
+	if _, err := fmt.Sscanf(strings.Split(log.String(), "\n")[0], "flood: %d clients from %d addresses sent %d wrong passwords: 401×%d 429×%d 503×%d no-answer×%d",
+		&clients, &sources, &sent, &wrong, &throttled, &busy, &lost); err != nil {
+		t.Fatalf("summary %q: %v", log.String(), err)
+	}
+	if clients != 40 || sources != 40 || wrong < 1 || busy+throttled < 1 || lost != 0 {
+		t.Errorf("flood summary %q: want 40 clients from 40 addresses, some wrong passwords answered 401 and some turned away", log.String())
+	}
+	want := fmt.Sprintf("%d of %d answered 200 within 5s", r.answered(), r.answered())
+	if !strings.Contains(log.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, log.String())
+	}
+}
+
+// TestBurstScenario: 30 hosts with machine secrets log in at one moment
+// and then back to back; every answer is 200, and the line reports them.
+func TestBurstScenario(t *testing.T) {
+	ctx := context.Background()
+	store := nmauth.NewMemoryStore()
+	auth, err := nmauth.New(nmauth.Config{Store: store, Secrets: [][]byte{bytes.Repeat([]byte{4}, 32)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hosts = 30
+	secret := "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" // netclient's form: a machine secret
+	seed := mustParse(t, "-fleet-hosts", fmt.Sprint(hosts), "-fleet-password", secret)
+	if err := seedFleet(ctx, seed, auth, store, &bytes.Buffer{}); err != nil {
+		t.Fatalf("seedFleet: %v", err)
+	}
+	srv := httptest.NewServer(newServeMux(auth))
+	t.Cleanup(srv.Close)
+	o := mustParse(t, "-target", srv.URL, "-scenarios", "burst", "-fleet-hosts", fmt.Sprint(hosts), "-fleet-password", secret,
+		"-d", "300ms", "-pid", fmt.Sprint(os.Getpid()))
+	var log bytes.Buffer
+	results, err := runScenarios(ctx, o, testAPI(t, o), &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results[0]
+	if r.answered() < hosts || r.ok() != r.answered() || r.transport != 0 {
+		t.Errorf("%d answered, %d ok, errors %s; want at least one 200 per host and nothing else\n%s", r.answered(), r.ok(), r.errorSummary(), log.String())
+	}
+	want := fmt.Sprintf("burst: %d hosts at one moment, then back to back for 300ms: %d answers, 200×%d, errors ", hosts, r.answered(), r.answered())
+	if !strings.Contains(log.String(), want) || !strings.Contains(log.String(), "peak resident (VmHWM)") {
+		t.Errorf("output lacks %q and the peak resident memory:\n%s", want, log.String())
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // scenarioNames are the scenarios the tool knows, in the order of the
 // usage text.
-var scenarioNames = []string{"healthz", "whoami", "login", "verify-totp", "fleet"}
+var scenarioNames = []string{"healthz", "whoami", "login", "verify-totp", "fleet", "flood", "burst"}
 
 func parseScenarios(list string) ([]string, error) {
 	var out []string
@@ -59,6 +59,12 @@ func runScenarios(ctx context.Context, o *options, a *api, log io.Writer) ([]*re
 }
 
 func runScenario(ctx context.Context, o *options, a *api, name string, log io.Writer) (*result, error) {
+	switch name {
+	case "flood":
+		return passwordFlood(ctx, o, a, log)
+	case "burst":
+		return hostBurst(ctx, o, a, log)
+	}
 	next, finish, err := prepareScenario(ctx, o, a, name, log)
 	if err != nil {
 		return nil, err
