@@ -18,9 +18,10 @@ import (
 // "Overload and fairness"):
 //
 //   - Callers from an address with a recent right login (see
-//     knownClients) wait in a class of their own, always admitted before
-//     the others, so a flood from addresses that never logged in slows
-//     the flood and not the owners.
+//     knownClients) wait in a class of their own, which takes seven turns
+//     of every eight while both wait, so a flood from addresses that
+//     never logged in slows the flood and not the owners, and still
+//     cannot starve a new client's first login.
 //   - Within a class, waiters are grouped by client group, the IPv4 /24
 //     or IPv6 /56 of their address, and the groups take turns: a group of
 //     a thousand waiters and a group of one are each admitted once a
@@ -46,7 +47,13 @@ type admission struct {
 	running, waiting atomic.Int64
 	// classes are the waiters of known clients, then of the others.
 	classes [2]fairQueue
+	// turns counts the slots handed over, for handOver's shares.
+	turns uint64
 }
+
+// knownShare is how many turns of every knownShare+1 the known clients
+// take while others wait too.
+const knownShare = 7
 
 // newAdmission returns a gate admitting limit callers at once with bound
 // more waiting up to timeout each; known tells the clients with a recent
@@ -117,13 +124,9 @@ func (g *admission) acquire(ctx context.Context, client netip.Addr) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g.mu.Lock()
-	if g.running.Load() < int64(g.limit) && g.waiting.Load() == 0 {
-		g.running.Add(1)
-		g.mu.Unlock()
+	if g.waiting.Load() == 0 && g.take() {
 		return nil
 	}
-	g.mu.Unlock()
 	// Looked up outside the lock: the caller waits anyway.
 	class := 1
 	if g.known.has(client) {
@@ -131,12 +134,17 @@ func (g *admission) acquire(ctx context.Context, client netip.Addr) error {
 	}
 	w := &waiter{ready: make(chan struct{}, 1), class: class}
 	g.mu.Lock()
-	if g.running.Load() < int64(g.limit) && g.waiting.Load() == 0 {
-		g.running.Add(1)
+	// Counted as waiting before it looks for a slot, so that a release
+	// that frees one either sees it waiting or leaves the slot to it (see
+	// release).
+	g.waiting.Add(1)
+	if g.take() {
+		g.waiting.Add(-1)
 		g.mu.Unlock()
 		return nil
 	}
-	if g.waiting.Load() >= int64(g.bound) && !g.pushOut(class, clientGroup(client)) {
+	if g.waiting.Load() > int64(g.bound) && !g.pushOut(class, clientGroup(client)) {
+		g.waiting.Add(-1)
 		g.mu.Unlock()
 		return overloaded()
 	}
@@ -176,19 +184,64 @@ func (g *admission) wait(ctx context.Context, w *waiter) error {
 	return err
 }
 
-// release hands the caller's slot to the next waiter, or frees it.
+// take takes a free slot, if there is one.
+func (g *admission) take() bool {
+	for {
+		r := g.running.Load()
+		if r >= int64(g.limit) {
+			return false
+		}
+		if g.running.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// release hands the caller's slot to the next waiter, or frees it. With
+// nobody waiting it takes no lock: it frees the slot, then looks again,
+// and a caller that began to wait meanwhile, which counts itself waiting
+// before it looks for a free slot, has either taken the slot or is seen
+// here and handed one.
 func (g *admission) release() {
+	if g.waiting.Load() == 0 {
+		g.running.Add(-1)
+		if g.waiting.Load() == 0 {
+			return
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.take() && !g.handOver() {
+			g.running.Add(-1)
+		}
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for i := range g.classes {
-		if w := g.classes[i].next(); w != nil {
+	if !g.handOver() {
+		g.running.Add(-1)
+	}
+}
+
+// handOver gives the slot its caller holds to the next waiter, and
+// reports whether there was one. Known clients take knownShare turns of
+// every knownShare+1 while both classes wait: room is kept for them
+// without starving the first login of a new client, such as a host of a
+// burst that has not yet got in.
+func (g *admission) handOver() bool {
+	g.turns++
+	first := 0
+	if g.turns%(knownShare+1) == 0 {
+		first = 1
+	}
+	for k := range g.classes {
+		if w := g.classes[(first+k)%len(g.classes)].next(); w != nil {
 			g.waiting.Add(-1)
 			w.admitted = true
 			w.ready <- struct{}{}
-			return
+			return true
 		}
 	}
-	g.running.Add(-1)
+	return false
 }
 
 func (g *admission) enqueue(w *waiter, prefix netip.Prefix) {
@@ -201,7 +254,6 @@ func (g *admission) enqueue(w *waiter, prefix netip.Prefix) {
 	}
 	w.group = grp
 	w.elem = grp.waiters.PushBack(w)
-	g.waiting.Add(1)
 }
 
 func (g *admission) remove(w *waiter) {

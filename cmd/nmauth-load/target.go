@@ -106,9 +106,12 @@ func sourceAddr(i, n int) net.Addr {
 
 // newClient returns a client of keep-alive connections, up to conns of
 // them idle at once, that dials loopback only, from local (when not nil),
-// never uses a proxy and never follows a redirect.
+// never uses a proxy and never follows a redirect. A dial may take the
+// whole timeout: a server that a burst of thousands of connections
+// reaches all at once takes them from its listen backlog in turn, and the
+// kernel retries a dropped SYN after seconds, as a real client's does.
 func newClient(conns int, timeout time.Duration, local net.Addr) *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Control: loopbackOnly, LocalAddr: local}
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: loopbackOnly, LocalAddr: local}
 	tr := &http.Transport{
 		DialContext:         dialer.DialContext,
 		MaxIdleConns:        conns,
