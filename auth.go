@@ -68,16 +68,19 @@ type Config struct {
 	PasswordHashConcurrency int
 	// PasswordHashQueue bounds how many logins wait for a hashing slot.
 	// The slots are shared fairly: clients that logged in rightly before
-	// from their address go first, and the others take turns by client
-	// group (IPv4 /24, IPv6 /56). Past the bound a login takes the place
-	// of one from a larger group, or fails at once with [ErrOverloaded].
-	// Defaults to 64.
+	// from their address take seven turns of eight, and every client
+	// takes turns with the others of its class by client group (IPv4 /24,
+	// IPv6 /56). Past the bound a login takes the place of one from a
+	// larger group (or, from a known address, of an unknown one), or
+	// fails at once with [ErrOverloaded]. Defaults to 64; a negative
+	// value queues none.
 	PasswordHashQueue int
 	// HostLoginConcurrency bounds how many host logins run their Store
 	// calls at once; HostLoginQueue how many more wait, shared as the
 	// hashing slots are. A login's Store deadline starts once it runs, so
 	// a burst of hosts waits in the queue rather than failing because its
-	// deadline ran out behind the others. Default to 4 per CPU and 16384.
+	// deadline ran out behind the others. Default to 4 per CPU and 16384;
+	// a negative queue queues none.
 	HostLoginConcurrency, HostLoginQueue int
 	// QueueTimeout bounds how long a login waits for its turn, for a
 	// hashing slot or a host login's; past it the login fails with
