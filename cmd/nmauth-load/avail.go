@@ -198,8 +198,13 @@ func passwordFlood(ctx context.Context, o *options, a *api, log io.Writer) (*res
 		return nil, err
 	}
 	r := mergeStats("flood", time.Since(t0), []workerStats{st})
+	// What was sent, but for the requests cut off when the flood stopped.
+	total := 0
+	for _, c := range flood {
+		total += c
+	}
 	fmt.Fprintf(log, "flood: %d clients from %d addresses sent %d wrong passwords: 401×%d 429×%d 503×%d no-answer×%d\n",
-		o.bounds.clients, o.sources, sent.Load(), flood[401], flood[429], flood[503], flood[0])
+		o.bounds.clients, o.sources, total, flood[401], flood[429], flood[503], flood[0])
 	if floodErr != nil {
 		fmt.Fprintf(log, "flood: first request without an answer: %v\n", floodErr)
 	}
