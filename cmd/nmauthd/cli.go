@@ -27,6 +27,8 @@ type cli struct {
 	stderr io.Writer
 	getenv func(string) string
 	log    *slog.Logger
+	// logOut is where log lines go: batched to stderr by one goroutine.
+	logOut *logWriter
 }
 
 func newCLI() *cli {
@@ -40,6 +42,8 @@ type options struct {
 	db          string
 	dev         bool
 	logJSON     bool
+	logLevel    string
+	accessLog   bool
 	mac         string
 	wire        string
 	// corsOrigins, networks and trustedProxies may be given more than
@@ -85,9 +89,9 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "dev", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
+	{name: "serve", flags: []string{"addr", "access-log", "dev", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
 		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client"}, run: serve,
-		help: "serve the API (--addr, --dev, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*)"},
+		help: "serve the API (--addr, --access-log, --dev, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -121,7 +125,7 @@ var commands = []command{
 }
 
 // commonFlags are accepted by every command.
-var commonFlags = []string{"db", "log-json"}
+var commonFlags = []string{"db", "log-json", "log-level"}
 
 func (c *cli) run(args []string) int {
 	o, words, err := parseArgs(args)
@@ -137,12 +141,24 @@ func (c *cli) run(args []string) int {
 	if err == nil {
 		err = cmd.checkFlags(o)
 	}
+	var level slog.Level
+	if err == nil {
+		if lerr := level.UnmarshalText([]byte(o.logLevel)); lerr != nil {
+			err = fmt.Errorf("--log-level: %q is none of debug, info, warn, error", o.logLevel)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "nmauthd: %s (see nmauthd --help)\n", oneLine(err))
 		return exitUsage
 	}
-	c.log = newLogger(c.stderr, o.logJSON)
-	if err := cmd.run(context.Background(), c, o, rest); err != nil {
+	c.logOut = newLogWriter(c.stderr)
+	c.log = newLogger(c.logOut, o.logJSON, level)
+	c.logOut.report = func(n uint64) {
+		c.log.Warn("log lines dropped: the log's output did not keep up", "lines", n)
+	}
+	err = cmd.run(context.Background(), c, o, rest)
+	c.logOut.Close()
+	if err != nil {
 		fmt.Fprintf(c.stderr, "nmauthd: %s\n", oneLine(err))
 		return exitFail
 	}
@@ -157,6 +173,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.db, "db", "nmauth.db", "SQLite database path, or a postgres:// URL")
 	fs.BoolVar(&o.dev, "dev", false, "development mode: loopback only, default master key allowed, demo accounts")
 	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")
+	fs.StringVar(&o.logLevel, "log-level", "info", "the least level logged: debug (adds every right host and node login), info, warn or error")
+	fs.BoolVar(&o.accessLog, "access-log", false, "log one line per request")
 	fs.StringVar(&o.mac, "mac", "", "the host's MAC address")
 	fs.StringVar(&o.wire, "wire", "spec", "answer in the spec's format (spec) or Netmaker's (netmaker)")
 	fs.Var(&o.corsOrigins, "cors-origin", "let a web UI at this origin call the API; repeatable")

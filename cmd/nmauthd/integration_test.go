@@ -205,7 +205,7 @@ func TestSQLiteWalkAndRestart(t *testing.T) {
 	db := filepath.Join(dir, "nmauth.db")
 	a := seed(t, dir, env, db)
 
-	d := startDaemon(t, dir, env, "--db", db, "--log-json")
+	d := startDaemon(t, dir, env, "--db", db, "--log-json", "--access-log")
 	w := walk(t, d, a)
 	if got := listUsers(t, dir, env, db); !slices.Equal(got, []string{"alice no on"}) {
 		t.Errorf("user list while serving: %q", got)
@@ -394,7 +394,7 @@ func TestPostgresWalkAndRestart(t *testing.T) {
 	env := baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SECRET="+newRootSecret(t))
 	a := seed(t, dir, env, db)
 
-	d := startDaemon(t, dir, env, "--db", db, "--log-json")
+	d := startDaemon(t, dir, env, "--db", db, "--log-json", "--access-log")
 	w := walk(t, d, a)
 	d.stop()
 	pgURL, _ := url.Parse(db)

@@ -10,26 +10,34 @@ import (
 	"github.com/nmauth/nmauth"
 )
 
-func newLogger(w io.Writer, json bool) *slog.Logger {
+func newLogger(w io.Writer, json bool, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
 	if json {
-		return slog.New(slog.NewJSONHandler(w, nil))
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(w, nil))
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // auditLogger turns the library's audit events into log lines, logged
 // with the context of the request that caused them. An Event holds no
 // secret and prints as a group of its fields, the client among them.
+// A right host or node login is logged at debug: a fleet makes one per
+// host every few minutes, and the metrics count them; every other event,
+// a failed login among them, is logged at info.
 func auditLogger(log *slog.Logger) func(context.Context, nmauth.Event) {
 	return func(ctx context.Context, e nmauth.Event) {
-		log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.Any("event", e))
+		level := slog.LevelInfo
+		if e.Type == nmauth.EventLoginSucceeded && (e.Kind == nmauth.KindHost || e.Kind == nmauth.KindNode) {
+			level = slog.LevelDebug
+		}
+		log.LogAttrs(ctx, level, "audit", slog.Any("event", e))
 	}
 }
 
 // maxLoggedPath bounds the path written to a request line.
 const maxLoggedPath = 256
 
-// logRequests writes one line per request. It logs the method, the path
+// logRequests writes one line per request (with --access-log). It logs the method, the path
 // without its query, the status, the duration and the remote address:
 // never a header or a body, which carry passwords, codes and tokens.
 func logRequests(log *slog.Logger, next http.Handler) http.Handler {

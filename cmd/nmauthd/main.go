@@ -3,6 +3,7 @@
 // PostgreSQL database, and manages users and hosts in that same database.
 //
 //	nmauthd serve [--addr 127.0.0.1:8081] [--db nmauth.db] [--dev] [--log-json]
+//	              [--log-level debug|info|warn|error] [--access-log]
 //	              [--wire spec|netmaker] [--cors-origin ORIGIN]... [--metrics-addr ADDR]
 //	nmauthd user add NAME          password from stdin, or prompted on a terminal
 //	nmauthd user list
@@ -14,8 +15,11 @@
 //	nmauthd host list
 //	nmauthd reseal                 seal TOTP secrets under the first root secret
 //
-// Every command takes --db (a SQLite path or a postgres:// URL) and
-// --log-json, before or after the command's name.
+// Every command takes --db (a SQLite path or a postgres:// URL),
+// --log-json and --log-level, before or after the command's name. Log lines
+// are written in batches by one goroutine; when stderr does not keep up,
+// lines are dropped and counted rather than waited for. One line per
+// request is written with --access-log only.
 //
 // The root secret comes from NMAUTH_SECRET (hex or base64, 32 bytes or
 // more; a comma-separated list to rotate, the first signs), or else from

@@ -359,6 +359,15 @@ func (s *timedStore) DeleteHost(ctx context.Context, id string) error {
 	return write(s, "DeleteHost", func() error { return s.fullStore.DeleteHost(ctx, id) })
 }
 
+// observeLog counts the log lines dropped because the log's output did
+// not keep up.
+func (m *metrics) observeLog(w *logWriter) {
+	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "nmauthd_log_lines_dropped_total",
+		Help: "Log lines dropped because the log's output did not take them as fast as they came.",
+	}, func() float64 { return float64(w.Dropped()) }))
+}
+
 // startMetrics serves the metrics on --metrics-addr, apart from the API so
 // that they can be kept off the network the clients reach. The returned
 // function stops that listener.

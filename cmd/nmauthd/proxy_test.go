@@ -117,7 +117,7 @@ func testTrustedNginx(t *testing.T, bin string) {
 	db := filepath.Join(dir, "nmauth.db")
 	env := baseEnv("MASTER_KEY=" + testMasterKey)
 	a := seed(t, dir, env, db)
-	d := startDaemon(t, dir, env, "--db", db, "--log-json", "--metrics-addr", "127.0.0.1:0", "--trusted-proxy", "127.0.0.1/32")
+	d := startDaemon(t, dir, env, "--db", db, "--log-json", "--log-level", "debug", "--metrics-addr", "127.0.0.1:0", "--trusted-proxy", "127.0.0.1/32")
 	px := startNginx(t, bin, strings.TrimPrefix(d.url, "http://"))
 	viaProxy2, viaProxy3 := px.clientFrom(t, "127.0.0.2"), px.clientFrom(t, "127.0.0.3")
 	direct2, direct4 := plainClientFrom(t, "127.0.0.2"), plainClientFrom(t, "127.0.0.4")

@@ -147,6 +147,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	defer b.db.Close()
 	if m != nil {
 		m.observeAuthenticator(b.auth)
+		m.observeLog(c.logOut)
 		stop, err := startMetrics(o, m, c.log)
 		if err != nil {
 			return err
@@ -182,7 +183,10 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		h = m.handler(h)
 	}
 	h = withCORS(h, o.corsOrigins)
-	return runServer(ctx, newHTTPServer(logRequests(c.log, h), c.log), ln, c.log)
+	if o.accessLog {
+		h = logRequests(c.log, h)
+	}
+	return runServer(ctx, newHTTPServer(h, c.log), ln, c.log)
 }
 
 // corsHeaders are the request headers a web UI on another origin may send:
