@@ -306,13 +306,18 @@ type principalKey struct{}
 
 // NewContext returns a copy of ctx carrying p.
 func NewContext(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return context.WithValue(ctx, principalKey{}, &p)
 }
 
 // FromContext returns the principal stored in ctx by the bearer middleware.
+// The value under the context's key is a *Principal, so that reading it
+// copies no Principal into an interface.
 func FromContext(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
-	return p, ok
+	p, ok := ctx.Value(principalKey{}).(*Principal)
+	if !ok {
+		return Principal{}, false
+	}
+	return *p, true
 }
 
 // Authenticator logs hosts and users in, runs TOTP enrollment and

@@ -206,19 +206,62 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 // authenticate checks r's bearer credential and returns r with the
 // [Principal] and the client address in its context.
 func (a *Authenticator) authenticate(r *http.Request) (*http.Request, Principal, error) {
-	ctx := r.Context()
-	if _, ok := ctx.Value(clientAddrKey{}).(netip.Addr); !ok {
-		ctx = WithClientAddr(ctx, clientAddr(r, a.cfg.TrustedProxies))
+	ctx := &bearerContext{Context: r.Context()}
+	if _, ok := ctx.Context.Value(clientAddrKey{}).(netip.Addr); !ok {
+		ctx.named = true
+		if len(a.cfg.TrustedProxies) == 0 {
+			ctx.remote = r.RemoteAddr
+		} else {
+			ctx.client = clientAddr(r, a.cfg.TrustedProxies)
+		}
 	}
 	cred, err := BearerToken(r.Header)
-	var p Principal
 	if err == nil {
-		p, err = a.CheckBearer(ctx, cred)
+		ctx.p, err = a.CheckBearer(ctx, cred)
 	}
 	if err != nil {
-		return r, Principal{}, err
+		return r.WithContext(ctx), Principal{}, err
 	}
-	return r.WithContext(NewContext(ctx, p)), p, nil
+	ctx.checked = true
+	return r.WithContext(ctx), ctx.p, nil
+}
+
+// bearerContext is the context of a request that went through the bearer
+// check: in one value, the [Principal] once the check passed, and the
+// client address when no caller named one. Behind no trusted proxy the
+// address is read from the connection's address only when asked, by an
+// event: a request that only passes the check never parses it.
+type bearerContext struct {
+	context.Context
+	p       Principal
+	checked bool
+	// named is set when this context names the client: client, or, when
+	// remote is set, the peer of remote.
+	named  bool
+	remote string
+	client netip.Addr
+}
+
+func (c *bearerContext) Value(key any) any {
+	switch key.(type) {
+	case principalKey:
+		if c.checked {
+			return &c.p
+		}
+	case clientAddrKey:
+		if !c.named {
+			break
+		}
+		if c.remote == "" {
+			return c.client
+		}
+		addr := remotePeer(c.remote)
+		if addr.Is6() {
+			addr = netip.PrefixFrom(addr, 64).Masked().Addr()
+		}
+		return addr
+	}
+	return c.Context.Value(key)
 }
 
 // Require returns a middleware that lets a request through only with a

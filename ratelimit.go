@@ -182,8 +182,11 @@ func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
 
 // peerAddr is the address of the connection's peer; the unspecified IPv6
 // address when r has none, as a request served without a connection.
-func peerAddr(r *http.Request) netip.Addr {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+func peerAddr(r *http.Request) netip.Addr { return remotePeer(r.RemoteAddr) }
+
+// remotePeer is peerAddr of a request whose RemoteAddr is remote.
+func remotePeer(remote string) netip.Addr {
+	ap, err := netip.ParseAddrPort(remote)
 	if err != nil {
 		return netip.IPv6Unspecified()
 	}

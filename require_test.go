@@ -156,3 +156,30 @@ func TestRequireTakesThePrincipalInTheContext(t *testing.T) {
 		}
 	}
 }
+
+// TestRequireAllocations: the guard in front of an application's route
+// costs the request two allocations once the token is cached: the context
+// that carries the Principal and the client, and the request that carries
+// that context. (TestEventContext checks that an event still names the
+// client.)
+func TestRequireAllocations(t *testing.T) {
+	c := newRequireCredentials(t, nmauth.WireSpec)
+	var got nmauth.Principal
+	h := c.auth.Require(nmauth.KindUser)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = nmauth.FromContext(r.Context())
+	}))
+	req := httptest.NewRequest(http.MethodGet, "/app", nil)
+	req.RemoteAddr = "192.0.2.1:1"
+	req.Header.Set("Authorization", "Bearer "+c.user)
+	var w http.ResponseWriter = httptest.NewRecorder()
+	for range 2 { // the token cache takes a token on its second check
+		h.ServeHTTP(w, req)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { h.ServeHTTP(w, req) }); allocs > 2 {
+		t.Errorf("%v allocations per request through Require, want at most 2", allocs)
+	}
+	if got.Kind != nmauth.KindUser || got.Name != "alice" {
+		t.Errorf("the route saw %+v", got)
+	}
+
+}

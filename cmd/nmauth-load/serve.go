@@ -18,7 +18,9 @@ import (
 )
 
 // newServeMux mounts an Authenticator as nmauthd does: GET /healthz open,
-// GET /api/whoami behind the bearer middleware, and the five routes.
+// GET /api/whoami behind the bearer middleware, and the five routes; and
+// GET /app/open and GET /app/users, one handler bare and behind
+// Require(KindUser).
 func newServeMux(auth *nmauth.Authenticator) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -30,6 +32,14 @@ func newServeMux(auth *nmauth.Authenticator) *http.ServeMux {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(p)
 	})))
+	// One route of an application, bare and behind Require, so that wrk
+	// can measure in turns what the bearer check costs a route.
+	app := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"networks":[]}`+"\n")
+	})
+	mux.Handle("GET /app/open", app)
+	mux.Handle("GET /app/users", auth.Require(nmauth.KindUser)(app))
 	mux.Handle("/api/", auth.Handler())
 	return mux
 }
