@@ -19,7 +19,7 @@ type requireCredentials struct {
 	master, user, host, node string
 }
 
-func newRequireCredentials(t *testing.T, wire nmauth.WireProfile) requireCredentials {
+func newRequireCredentials(t testing.TB, wire nmauth.WireProfile) requireCredentials {
 	t.Helper()
 	secret := make([]byte, 32)
 	rand.Read(secret)
@@ -182,4 +182,35 @@ func TestRequireAllocations(t *testing.T) {
 		t.Errorf("the route saw %+v", got)
 	}
 
+}
+
+// BenchmarkRequire serves one route of an application bare ("open") and
+// behind Require(KindUser) with a cached user token ("users"), without a
+// network, so that the difference is what the guard adds to a request:
+//
+//	go test -run '^$' -bench Require -benchmem -count 5 .
+func BenchmarkRequire(b *testing.B) {
+	c := newRequireCredentials(b, nmauth.WireSpec)
+	app := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"networks":[]}` + "\n"))
+	})
+	for _, route := range []struct {
+		name string
+		h    http.Handler
+	}{{"open", app}, {"users", c.auth.Require(nmauth.KindUser)(app)}} {
+		b.Run(route.name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, "/app", nil)
+			req.RemoteAddr = "192.0.2.1:1"
+			req.Header.Set("Authorization", "Bearer "+c.user)
+			w := httptest.NewRecorder()
+			route.h.ServeHTTP(w, req)
+			route.h.ServeHTTP(w, req)
+			b.ReportAllocs()
+			for b.Loop() {
+				w.Body.Reset()
+				route.h.ServeHTTP(w, req)
+			}
+		})
+	}
 }
