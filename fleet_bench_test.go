@@ -83,9 +83,10 @@ func fleetNodeTokens(b *testing.B, n int) []string {
 
 // BenchmarkFleetBearer checks node tokens round-robin over fleets of 1k to
 // 1M nodes: "cached" with the default token cache, filled first when the
-// fleet fits in it, and "nocache" with TokenCacheSize = -1, the cost of a
-// parse on every check. 1M is more than the cache holds, so there nearly
-// every check misses.
+// fleet fits in it, "nocache" with TokenCacheSize = -1, the cost of a
+// parse on every check, and "big" with a cache of 2M tokens, filled first,
+// which holds every fleet. 1M is more than the default cache holds, so
+// there nearly every "cached" check misses.
 func BenchmarkFleetBearer(b *testing.B) {
 	ctx := context.Background()
 	for _, size := range fleetSizesUpTo() {
@@ -93,10 +94,10 @@ func BenchmarkFleetBearer(b *testing.B) {
 		for _, mode := range []struct {
 			name      string
 			cacheSize int
-		}{{"cached", 0}, {"nocache", -1}} {
+		}{{"cached", 0}, {"nocache", -1}, {"big", 2_000_000}} {
 			b.Run(size.name+"/"+mode.name, func(b *testing.B) {
 				a := fleetAuth(b, NewMemoryStore(), func(c *Config) { c.TokenCacheSize = mode.cacheSize })
-				if mode.cacheSize == 0 && size.n <= a.cfg.TokenCacheSize {
+				if mode.cacheSize >= 0 && size.n <= a.cfg.TokenCacheSize {
 					checkAll(b, a, tokens)
 				}
 				b.ReportAllocs()
