@@ -282,8 +282,8 @@ func (a *Authenticator) noteUse(r *accountRef[accountStatus], now time.Time) {
 	}()
 }
 
-// ListAccessTokens lists userName's access tokens, without their secrets,
-// for p: the master key, the user, or one of the user's access tokens.
+// ListAccessTokens lists userName's live access tokens, without their
+// secrets, for p: the master key, the user, or one of the user's access tokens.
 func (a *Authenticator) ListAccessTokens(ctx context.Context, p Principal, userName string) ([]AccessTokenInfo, error) {
 	if a.access == nil {
 		return nil, ErrAccessTokensOff
@@ -299,9 +299,21 @@ func (a *Authenticator) ListAccessTokens(ctx context.Context, p Principal, userN
 	if err != nil {
 		return nil, err
 	}
-	out := make([]AccessTokenInfo, len(ts))
-	for i, t := range ts {
-		out[i] = accessTokenInfo(t)
+	u, err := a.store.GetUser(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		return []AccessTokenInfo{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A token revoked by a move of the user's generation, or expired, is
+	// dead: it is not listed, and the next creation deletes it.
+	now := a.now()
+	out := make([]AccessTokenInfo, 0, len(ts))
+	for _, t := range ts {
+		if t.Generation == u.State.Generation && now.Before(t.ExpiresAt) {
+			out = append(out, accessTokenInfo(t))
+		}
 	}
 	return out, nil
 }

@@ -373,3 +373,51 @@ func TestRequireAccessTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadAccessTokensLeave: a token revoked by a move of its user's
+// generation, or expired, leaves the list and frees its place under
+// Config.MaxAccessTokens.
+func TestDeadAccessTokensLeave(t *testing.T) {
+	ctx := context.Background()
+	master := nmauth.Principal{Kind: nmauth.KindMaster}
+	f := newFixture(t, func(c *nmauth.Config) { c.MaxAccessTokens = 2 })
+	f.addUser("alice", "correct horse battery")
+	create := func(name string, ttl time.Duration) error {
+		req := nmauth.AccessTokenRequest{Name: name, UserName: "alice"}
+		if ttl > 0 {
+			req.ExpiresAt = f.clock.Now().Add(ttl)
+		}
+		_, err := f.auth.CreateAccessToken(ctx, master, req)
+		return err
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := create(name, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A new password revokes both.
+	if err := f.auth.SetUserPassword(ctx, "alice", "a whole new password"); err != nil {
+		t.Fatal(err)
+	}
+	if list := f.listTokens(testMasterKey, "alice"); len(list) != 0 {
+		t.Fatalf("after the revocation the list = %v, want none", list)
+	}
+	if err := create("c", 2*time.Hour); err != nil {
+		t.Fatalf("creating after the revocation: %v", err)
+	}
+	if err := create("d", 0); err != nil {
+		t.Fatalf("creating a second after the revocation: %v", err)
+	}
+	// c expires; d lives on.
+	f.clock.Advance(3 * time.Hour)
+	list := f.listTokens(testMasterKey, "alice")
+	if len(list) != 1 || list[0]["name"] != "d" {
+		t.Fatalf("after c expired the list = %v, want d alone", list)
+	}
+	if err := create("e", 0); err != nil {
+		t.Fatalf("creating in the place of the expired token: %v", err)
+	}
+	if n := f.storedTokens("alice"); n != 2 {
+		t.Fatalf("the store holds %d tokens of alice, want 2: the dead ones deleted", n)
+	}
+}

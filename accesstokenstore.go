@@ -43,10 +43,13 @@ type AccessToken struct {
 //
 // GetAccessToken of a missing id returns [ErrNotFound]. CreateAccessToken
 // of an existing id returns [ErrExists], and [ErrTooManyAccessTokens] when
-// the token's user holds max tokens already, counted in one atomic step
-// with the insert, so that creations at once for one user never pass the
-// bound together. ListAccessTokens
-// returns a user's tokens oldest first. DeleteAccessToken of a missing id
+// the token's user holds max live tokens already, counted in one atomic
+// step with the insert, so that creations at once for one user never pass
+// the bound together. A token is live when t is made if it carries t's
+// Generation (the user's, which moves when the user's tokens are revoked)
+// and expires after t.CreatedAt; CreateAccessToken deletes the user's
+// other tokens in the same step, so that dead tokens neither count nor
+// stay. ListAccessTokens returns a user's tokens oldest first. DeleteAccessToken of a missing id
 // is a no-op, and DeleteUserAccessTokens deletes every token of a user.
 // TouchAccessToken sets a token's LastUsed to used if that is later, and
 // is a no-op for a missing id.
@@ -77,8 +80,12 @@ func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken, max 
 		return ErrExists
 	}
 	held := 0
-	for _, other := range s.access {
-		if other.UserName == t.UserName {
+	for id, other := range s.access {
+		switch {
+		case other.UserName != t.UserName:
+		case !liveAccessToken(other, t):
+			delete(s.access, id)
+		default:
 			held++
 		}
 	}
@@ -90,6 +97,13 @@ func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken, max 
 	}
 	s.access[t.ID] = cloneAccessToken(t)
 	return nil
+}
+
+// liveAccessToken reports whether other, a token of t's user, is still
+// live when t is made: not revoked since (its generation is t's) and not
+// expired.
+func liveAccessToken(other, t AccessToken) bool {
+	return other.Generation == t.Generation && other.ExpiresAt.After(t.CreatedAt)
 }
 
 // GetAccessToken implements [AccessTokenStore].

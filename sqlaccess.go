@@ -62,6 +62,9 @@ func (s *SQLStore) CreateAccessToken(ctx context.Context, t AccessToken, max int
 	if err != nil {
 		return err
 	}
+	// args[6] and args[8] are t's generation and creation time, as
+	// stored.
+	gen, made := args[6], args[8]
 	return s.inTx(ctx, what, func(tx *sql.Tx) error {
 		// Creations for one user take turns from here to the commit, so
 		// that the count holds until the insert: SQLite's transaction
@@ -71,6 +74,11 @@ func (s *SQLStore) CreateAccessToken(ctx context.Context, t AccessToken, max int
 			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", accessTokensLockClass, t.UserName); err != nil {
 				return wrapSQL(what, err)
 			}
+		}
+		// The user's dead tokens (revoked by a move of the generation, or
+		// expired) go, so that they neither count nor stay listed.
+		if _, err := tx.ExecContext(ctx, s.q.rebind("DELETE FROM nmauth_access_tokens WHERE user_name = ? AND (generation <> ? OR expires_at <= ?)"), t.UserName, gen, made); err != nil {
+			return wrapSQL(what, err)
 		}
 		var held int
 		if err := tx.QueryRowContext(ctx, s.q.rebind("SELECT count(*) FROM nmauth_access_tokens WHERE user_name = ?"), t.UserName).Scan(&held); err != nil {

@@ -173,3 +173,51 @@ func checkAccessToken(t *testing.T, got, want nmauth.AccessToken) {
 		t.Errorf("access token %s differs: %v", want.ID, d)
 	}
 }
+
+// testDeadAccessTokens: a token of another generation (revoked since) or
+// expired when a new one is made does not count toward the bound, and
+// the creation deletes it.
+func testDeadAccessTokens(t *testing.T, s nmauth.Store) {
+	ts, ok := s.(nmauth.AccessTokenStore)
+	if !ok {
+		t.Skip("the store does not implement nmauth.AccessTokenStore, which is optional")
+	}
+	ctx := context.Background()
+	base := time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
+	revoked := fullAccessToken("DDDDDDDDDDDDDDD1", "dave", base)
+	revoked.Generation = 7
+	expired := fullAccessToken("DDDDDDDDDDDDDDD2", "dave", base)
+	expired.Generation = 8
+	expired.ExpiresAt = base.Add(time.Hour)
+	live := fullAccessToken("DDDDDDDDDDDDDDD3", "dave", base)
+	live.Generation = 8
+	other := fullAccessToken("EEEEEEEEEEEEEEE1", "erin", base)
+	other.Generation = 1
+	for _, tok := range []nmauth.AccessToken{revoked, expired, live, other} {
+		if err := ts.CreateAccessToken(ctx, tok, 10); err != nil {
+			t.Fatalf("CreateAccessToken(%s): %v", tok.ID, err)
+		}
+	}
+	// Two hours on, under generation 8: only live counts, so a bound of
+	// 2 admits one more.
+	next := fullAccessToken("DDDDDDDDDDDDDDD4", "dave", base.Add(2*time.Hour))
+	next.Generation = 8
+	if err := ts.CreateAccessToken(ctx, next, 2); err != nil {
+		t.Fatalf("a second live token under a bound of 2, beside a revoked and an expired one: %v", err)
+	}
+	list, err := ts.ListAccessTokens(ctx, "dave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(list); !slices.Equal(got, []string{live.ID, next.ID}) {
+		t.Fatalf("dave's tokens = %v, want only the live %s and %s", got, live.ID, next.ID)
+	}
+	third := fullAccessToken("DDDDDDDDDDDDDDD5", "dave", base.Add(2*time.Hour))
+	third.Generation = 8
+	if err := ts.CreateAccessToken(ctx, third, 2); !errors.Is(err, nmauth.ErrTooManyAccessTokens) {
+		t.Fatalf("a third live token under a bound of 2 = %v, want ErrTooManyAccessTokens", err)
+	}
+	if list, _ := ts.ListAccessTokens(ctx, "erin"); len(list) != 1 {
+		t.Fatalf("erin's tokens = %v, want hers untouched by dave's creation", ids(list))
+	}
+}

@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) nmauth.Store) {
 		{"CancelledHost", testCancelledHost},
 		{"AccessTokens", testAccessTokens},
 		{"ConcurrentAccessTokens", testConcurrentAccessTokens},
+		{"DeadAccessTokens", testDeadAccessTokens},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
