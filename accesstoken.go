@@ -90,6 +90,10 @@ type AccessTokenInfo struct {
 	CreatedAt time.Time `json:"createdAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
 	LastUsed  time.Time `json:"lastUsed,omitzero"`
+	// Broken names the parts of the stored token that cannot be decoded
+	// (see [AccessToken.Broken]); such a token answers 500 until nmauthd
+	// check --repair deletes it.
+	Broken []string `json:"broken,omitempty"`
 }
 
 // NewAccessToken is a token just created: the only time its secret is
@@ -105,6 +109,7 @@ func accessTokenInfo(t AccessToken) AccessTokenInfo {
 		ID: t.ID, Name: t.Name, UserName: t.UserName, ReadOnly: t.ReadOnly,
 		Networks: slices.Clone(t.Networks), CreatedBy: t.CreatedBy,
 		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, LastUsed: t.LastUsed,
+		Broken: slices.Clone(t.Broken),
 	}
 }
 

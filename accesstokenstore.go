@@ -35,6 +35,11 @@ type AccessToken struct {
 	// LastUsed is when it was last checked, to the minute at best (see
 	// [AccessTokenStore.TouchAccessToken]); zero if never.
 	LastUsed time.Time
+	// Broken names the parts of the record the Store could not decode,
+	// as [User.Broken] does: set only by ListAccessTokens, which returns
+	// a broken token rather than fail the list. GetAccessToken of it
+	// returns a [*BrokenRecordError].
+	Broken []string
 }
 
 // AccessTokenStore is implemented by a [Store] that keeps access tokens.
@@ -66,6 +71,7 @@ var _ AccessTokenStore = (*MemoryStore)(nil)
 
 func cloneAccessToken(t AccessToken) AccessToken {
 	t.Networks = slices.Clone(t.Networks)
+	t.Broken = slices.Clone(t.Broken)
 	return t
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -254,8 +255,13 @@ func (a *Authenticator) RecoveryCodesLeft(ctx context.Context, username string) 
 // [Config.Secrets]. It returns how many secrets it sealed again; secrets
 // already under the first key are left alone. Each user is updated
 // atomically, so it is safe while the service runs.
+//
+// A broken record (see [Store]) does not stop the others: its secret is
+// left as it is and the error, which matches [ErrBrokenRecord], names it
+// once every other secret is resealed.
 func (a *Authenticator) ResealTOTPSecrets(ctx context.Context) (int, error) {
 	n, after := 0, ""
+	var broken []error
 	for {
 		users, err := a.store.ListUsers(ctx, after, scanPage)
 		if err != nil {
@@ -263,15 +269,17 @@ func (a *Authenticator) ResealTOTPSecrets(ctx context.Context) (int, error) {
 		}
 		for _, listed := range users {
 			sealed, err := a.reseal(ctx, listed)
-			if err != nil {
+			switch {
+			case errors.Is(err, ErrBrokenRecord):
+				broken = append(broken, err)
+			case err != nil:
 				return n, err
-			}
-			if sealed {
+			case sealed:
 				n++
 			}
 		}
 		if len(users) < scanPage {
-			return n, nil
+			return n, errors.Join(broken...)
 		}
 		after = users[len(users)-1].Name
 	}
@@ -351,6 +359,10 @@ type UserInfo struct {
 	// backoff); zero when none holds now.
 	LockedUntil time.Time
 	CreatedAt   time.Time
+	// Broken names the parts of the user's record the Store could not
+	// decode (see [User.Broken]); the fields above that depend on them
+	// show their zero value. Empty for a sound record.
+	Broken []string
 }
 
 // HostInfo is what [Authenticator.ListHosts] tells of a host: never its
@@ -365,6 +377,9 @@ type HostInfo struct {
 	// now.
 	LockedUntil time.Time
 	CreatedAt   time.Time
+	// Broken names the parts of the host's record the Store could not
+	// decode, as [UserInfo.Broken] does.
+	Broken []string
 }
 
 // ListUsers returns at most limit users whose names sort after after, in
@@ -405,6 +420,7 @@ func userInfo(u User, now time.Time) UserInfo {
 		RecoveryCodesLeft: len(u.RecoveryCodes),
 		LockedUntil:       lockedUntil(now, u.State.PasswordClients, u.State.PasswordBlockedUntil, u.State.TOTPBlockedUntil),
 		CreatedAt:         u.CreatedAt,
+		Broken:            slices.Clone(u.Broken),
 	}
 }
 
@@ -425,6 +441,7 @@ func (a *Authenticator) ListHosts(ctx context.Context, after string, limit int) 
 			Disabled:    h.Disabled,
 			LockedUntil: lockedUntil(now, h.State.PasswordClients, h.State.PasswordBlockedUntil),
 			CreatedAt:   h.CreatedAt,
+			Broken:      slices.Clone(h.Broken),
 		}
 	}
 	return out, nil

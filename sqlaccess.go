@@ -3,7 +3,7 @@ package nmauth
 import (
 	"context"
 	"database/sql"
-	"fmt"
+	"errors"
 	"strings"
 	"time"
 )
@@ -47,12 +47,12 @@ func scanAccessToken(row rowScanner) (AccessToken, error) {
 	if err != nil {
 		return AccessToken{}, err
 	}
-	if t.Networks, err = decodeList[string](networks); err != nil {
-		return AccessToken{}, fmt.Errorf("decode networks of access token %q: %w", t.ID, err)
-	}
+	d := columnDecoder{kind: "access token", key: t.ID}
+	decodeColumn(&d, "networks", networks, &t.Networks)
+	t.Broken = d.broken
 	t.Generation = uint64(gen)
 	t.CreatedAt, t.ExpiresAt, t.LastUsed = decodeTime(made), decodeTime(expires), decodeTime(used)
-	return t, nil
+	return t, d.err()
 }
 
 // CreateAccessToken implements [AccessTokenStore].
@@ -115,7 +115,7 @@ func (s *SQLStore) ListAccessTokens(ctx context.Context, userName string) ([]Acc
 	var out []AccessToken
 	for rows.Next() {
 		t, err := scanAccessToken(rows)
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrBrokenRecord) {
 			return nil, wrapSQL("list access tokens", err)
 		}
 		out = append(out, t)

@@ -221,9 +221,10 @@ func listPage[T any](ctx context.Context, db *sql.DB, what, query, after string,
 	out := make([]T, 0, min(limit, 1024))
 	for rows.Next() {
 		v, err := scan(rows)
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrBrokenRecord) {
 			return nil, wrapSQL(what, err)
 		}
+		// A broken record is listed, marked, in its place.
 		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
@@ -378,10 +379,14 @@ func wrapSQL(what string, err error) error {
 	return fmt.Errorf("nmauth: sql store: %s: %w", what, err)
 }
 
-// readErr maps a missing row to ErrNotFound.
+// readErr maps a missing row to ErrNotFound; a broken record's error is
+// returned as it is, since it names the record and the column.
 func readErr(what string, err error) error {
-	if errors.Is(err, sql.ErrNoRows) {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return ErrNotFound
+	case errors.Is(err, ErrBrokenRecord):
+		return err
 	}
 	return wrapSQL(what, err)
 }
@@ -669,8 +674,6 @@ func encodeClients(cs []ClientFailures) (string, error) {
 	return encodeList(cs, "client failures")
 }
 
-func decodeClients(s string) ([]ClientFailures, error) { return decodeList[ClientFailures](s) }
-
 // encodeList writes a list column as JSON, "[]" for none.
 func encodeList[T any](vs []T, what string) (string, error) {
 	if vs == nil {
@@ -717,6 +720,10 @@ type rowScanner interface {
 	Scan(dest ...any) error
 }
 
+// scanUser reads a user's row. A JSON column that does not decode is
+// left at its zero value and named in the record's Broken, and the
+// error is then a *BrokenRecordError for the first such column, returned
+// with the record so that a listing can show it.
 func scanUser(row rowScanner) (User, error) {
 	var (
 		u                                 User
@@ -733,22 +740,19 @@ func scanUser(row rowScanner) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	if err := json.Unmarshal([]byte(codes), &u.RecoveryCodes); err != nil {
-		return User{}, fmt.Errorf("decode recovery codes of %q: %w", u.Name, err)
-	}
-	if u.State.PasswordClients, err = decodeClients(clients); err != nil {
-		return User{}, fmt.Errorf("decode client failures of %q: %w", u.Name, err)
-	}
-	if u.State.LoggedOut, err = decodeList[LoggedOutToken](loggedOut); err != nil {
-		return User{}, fmt.Errorf("decode logged-out tokens of %q: %w", u.Name, err)
-	}
+	d := columnDecoder{kind: "user", key: u.Name}
+	decodeColumn(&d, "recovery_codes", codes, &u.RecoveryCodes)
+	decodeColumn(&d, "password_clients", clients, &u.State.PasswordClients)
+	decodeColumn(&d, "logged_out", loggedOut, &u.State.LoggedOut)
+	u.Broken = d.broken
 	u.State.TOTPBlockedUntil = decodeTime(totpBlocked)
 	u.State.PasswordBlockedUntil = decodeTime(pwBlocked)
 	u.State.Generation = uint64(gen)
 	u.CreatedAt = decodeTime(made)
-	return u, nil
+	return u, d.err()
 }
 
+// scanHost reads a host's row as scanUser reads a user's.
 func scanHost(row rowScanner) (Host, error) {
 	var (
 		h                    Host
@@ -763,14 +767,39 @@ func scanHost(row rowScanner) (Host, error) {
 	if err != nil {
 		return Host{}, err
 	}
-	if h.State.PasswordClients, err = decodeClients(clients); err != nil {
-		return Host{}, fmt.Errorf("decode client failures of %q: %w", h.ID, err)
-	}
+	d := columnDecoder{kind: "host", key: h.ID}
+	decodeColumn(&d, "password_clients", clients, &h.State.PasswordClients)
+	h.Broken = d.broken
 	h.State.PasswordBlockedUntil = decodeTime(pwBlocked)
 	h.State.Generation = uint64(gen)
 	h.CreatedAt = decodeTime(made)
-	return h, nil
+	return h, d.err()
 }
+
+// columnDecoder collects the JSON columns of one row that do not decode.
+type columnDecoder struct {
+	kind, key string
+	broken    []string
+	first     error
+}
+
+// decodeColumn decodes the JSON list of column into v, nil for an empty
+// list. A column that does not decode leaves v nil and is noted in d.
+func decodeColumn[T any](d *columnDecoder, column, s string, v *[]T) {
+	var err error
+	if *v, err = decodeList[T](s); err == nil {
+		return
+	}
+	*v = nil
+	d.broken = append(d.broken, column)
+	if d.first == nil {
+		d.first = &BrokenRecordError{Kind: d.kind, Key: d.key, Column: column, Err: err}
+	}
+}
+
+// err is the *BrokenRecordError of the first column that did not
+// decode, or nil.
+func (d *columnDecoder) err() error { return d.first }
 
 // encodeTimes converts each time to Unix nanoseconds, 0 for the zero time.
 // A time that would not read back equal is refused rather than stored

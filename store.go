@@ -3,6 +3,7 @@ package nmauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -16,6 +17,55 @@ var ErrNotFound = errors.New("nmauth: not found")
 // ErrExists is returned by [Store.CreateUser] and [Store.CreateHost] when a
 // record with the same key is already stored.
 var ErrExists = errors.New("nmauth: already exists")
+
+// ErrBrokenRecord is matched by the error of a [Store] read or update of
+// a record that the Store holds but cannot decode (a [*BrokenRecordError]).
+// It matches [ErrDataFault] too: the fault is the record's, answered 500
+// and logged, never 503 (the Store answers) nor 401 (the credential may
+// be right).
+var ErrBrokenRecord = fmt.Errorf("%w: broken record", ErrDataFault)
+
+// BrokenRecordError is the error of a [Store] read or update of a record
+// it holds but cannot decode, such as a column whose JSON was damaged
+// outside nmauth. It names the record and the column, never their data.
+// A custom Store returns one, as [SQLStore] does, so that one broken
+// record is the problem of its own account alone.
+type BrokenRecordError struct {
+	// Kind is the kind of record: "user", "host" or "access token".
+	Kind string
+	// Key is the record's key: the user's name, the host's or the access
+	// token's id.
+	Key string
+	// Column names the part of the record that cannot be decoded, in the
+	// Store's own terms (a SQLStore's column name).
+	Column string
+	// Err is the decoding error.
+	Err error
+}
+
+// Error names the record and the column.
+func (e *BrokenRecordError) Error() string {
+	return fmt.Sprintf("nmauth: broken record: %s %q: column %s cannot be decoded: %v", e.Kind, e.Key, e.Column, e.Err)
+}
+
+// Unwrap returns [ErrBrokenRecord] and the decoding error.
+func (e *BrokenRecordError) Unwrap() []error { return []error{ErrBrokenRecord, e.Err} }
+
+// RepairStore is implemented by a [Store] that can find the records it
+// cannot decode and repair them; [SQLStore] does, and nmauthd check uses
+// it through [Authenticator.BrokenRecords] and
+// [Authenticator.RepairRecords].
+type RepairStore interface {
+	// BrokenRecords returns one error for each column of each record
+	// the Store holds but cannot decode, users first, then hosts, then
+	// access tokens.
+	BrokenRecords(ctx context.Context) ([]*BrokenRecordError, error)
+	// RepairRecord resets the column b names to a safe value: one that
+	// grants nothing the damaged value might have withheld. A column
+	// that decodes again by now, and a record gone, are left alone and
+	// return nil.
+	RepairRecord(ctx context.Context, b *BrokenRecordError) error
+}
 
 // User is the stored record of a user account.
 //
@@ -32,6 +82,12 @@ type User struct {
 	// RecoveryCodes holds the hashes of the unused recovery codes.
 	RecoveryCodes []string
 	CreatedAt     time.Time
+
+	// Broken names the parts of the record the Store could not decode,
+	// which hold their zero value. It is set only in a listing, which
+	// returns a broken record rather than fail the page (see [Store]);
+	// a read or an update of it returns a [*BrokenRecordError].
+	Broken []string
 
 	// State is what nmauth keeps of the user from one call to the next.
 	// A Store keeps it whole, as it keeps the other fields; an application
@@ -124,6 +180,10 @@ type Host struct {
 	Disabled     bool
 	CreatedAt    time.Time
 
+	// Broken names the parts of the record the Store could not decode;
+	// see [User.Broken].
+	Broken []string
+
 	// State is what nmauth keeps of the host from one call to the next;
 	// see [User.State].
 	State AccountState
@@ -156,6 +216,12 @@ type Host struct {
 // A limit of zero or less returns no records. Records created or deleted
 // while a caller pages are seen or not, depending on where their keys
 // fall.
+//
+// A record the Store holds but cannot decode is its own account's problem
+// alone: GetUser, GetHost, UpdateUser and UpdateHost of it return a
+// [*BrokenRecordError] (and UpdateUser does not call fn), while ListUsers
+// and ListHosts return it in its place, with the parts they could not
+// decode at their zero value and named in its Broken field.
 //
 // Stores return copies: mutating a returned record never changes the Store.
 type Store interface {
@@ -364,6 +430,7 @@ func cloneUser(u User) User {
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
 	u.State.PasswordClients = slices.Clone(u.State.PasswordClients)
 	u.State.LoggedOut = slices.Clone(u.State.LoggedOut)
+	u.Broken = slices.Clone(u.Broken)
 	return u
 }
 
@@ -394,6 +461,7 @@ func pageKeys[V any](k *sortedKeys, m map[string]V, after string, limit int) []s
 
 func cloneHost(h Host) Host {
 	h.State.PasswordClients = slices.Clone(h.State.PasswordClients)
+	h.Broken = slices.Clone(h.Broken)
 	return h
 }
 

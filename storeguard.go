@@ -145,8 +145,12 @@ func (s *guardedStore) call(ctx context.Context, what string, op func(context.Co
 	return fmt.Errorf("%w: %s: %w", ErrStoreUnavailable, what, err)
 }
 
+// contractError reports the errors the Store contract gives a meaning:
+// they are answers, not failures of the Store. A broken record is its own
+// account's fault (500), logged where it is answered, with the account
+// and column its error names.
 func contractError(err error) bool {
-	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrExists)
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrExists) || errors.Is(err, ErrBrokenRecord)
 }
 
 func (s *guardedStore) GetUser(ctx context.Context, name string) (u User, err error) {

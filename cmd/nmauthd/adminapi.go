@@ -29,6 +29,9 @@ type userSummary struct {
 	TOTP              bool       `json:"totp"`
 	RecoveryCodesLeft int        `json:"recoveryCodesLeft"`
 	LockedUntil       *time.Time `json:"lockedUntil,omitempty"`
+	// Broken names the columns of the record the store cannot decode;
+	// nmauthd check --repair mends them.
+	Broken []string `json:"broken,omitempty"`
 }
 
 // hostSummary is what the admin view shows of a host.
@@ -37,6 +40,7 @@ type hostSummary struct {
 	MACAddress  string     `json:"macaddress,omitempty"`
 	Disabled    bool       `json:"disabled"`
 	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
+	Broken      []string   `json:"broken,omitempty"`
 }
 
 // adminPage is one page of a listing; Next, when not empty, is the after
@@ -123,6 +127,7 @@ func (a *adminAPI) listUsers(w http.ResponseWriter, r *http.Request) {
 			TOTP:              u.TOTPEnabled,
 			RecoveryCodesLeft: u.RecoveryCodesLeft,
 			LockedUntil:       optionalTime(u.LockedUntil),
+			Broken:            u.Broken,
 		})
 	}
 	writeAdminJSON(w, page)
@@ -149,6 +154,7 @@ func (a *adminAPI) listHosts(w http.ResponseWriter, r *http.Request) {
 			MACAddress:  h.MACAddress,
 			Disabled:    h.Disabled,
 			LockedUntil: optionalTime(h.LockedUntil),
+			Broken:      h.Broken,
 		})
 	}
 	writeAdminJSON(w, page)

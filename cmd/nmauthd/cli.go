@@ -66,6 +66,9 @@ type options struct {
 	// An access token's expiry and scope (see tokens.go).
 	expires  string
 	readOnly bool
+
+	// repair makes check repair what it finds (see check.go).
+	repair bool
 }
 
 // stringList is a flag that may be given more than once.
@@ -122,6 +125,8 @@ var commands = []command{
 		help: "revoke an access token"},
 	{name: "reseal", run: reseal,
 		help: "seal every TOTP secret under the first root secret"},
+	{name: "check", flags: []string{"repair"}, run: check,
+		help: "list the records the database cannot decode (--repair: reset each broken column to a safe value)"},
 }
 
 // commonFlags are accepted by every command.
@@ -192,6 +197,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var(&o.ssoDomains, "sso-domain", "admit only verified e-mails of this domain; repeatable")
 	fs.StringVar(&o.ssoGroup, "sso-group", "", "admit only identities whose groups claim holds this group")
 	fs.BoolVar(&o.ssoPublicClient, "sso-public-client", false, "the client is public at the provider: no secret, PKCE only (else $NMAUTH_SSO_CLIENT_SECRET is required)")
+	fs.BoolVar(&o.repair, "repair", false, "reset each broken column that check finds to a safe value")
 	return fs
 }
 

@@ -14,6 +14,7 @@
 //	                               each --network lets the host log in as a node there
 //	nmauthd host list
 //	nmauthd reseal                 seal TOTP secrets under the first root secret
+//	nmauthd check [--repair]       list (and repair) records the database cannot decode
 //
 // Every command takes --db (a SQLite path or a postgres:// URL),
 // --log-json and --log-level, before or after the command's name. Log lines

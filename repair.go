@@ -1,0 +1,69 @@
+package nmauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// EventRecordRepaired is the audit event of a broken record repaired by
+// [Authenticator.RepairRecords]; Kind and Name name the account.
+const EventRecordRepaired EventType = "record.repaired"
+
+// ErrRepairUnsupported is returned by [Authenticator.BrokenRecords] and
+// [Authenticator.RepairRecords] when the Store does not implement
+// [RepairStore].
+var ErrRepairUnsupported = errors.New("nmauth: the store cannot look for broken records")
+
+// BrokenRecords lists the records the Store holds but cannot decode, one
+// entry per broken column. Such a record answers 500 for its own account
+// only; see [Store].
+func (a *Authenticator) BrokenRecords(ctx context.Context) ([]*BrokenRecordError, error) {
+	rs, ok := a.store.(*guardedStore).Store.(RepairStore)
+	if !ok {
+		return nil, ErrRepairUnsupported
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.StoreTimeout)
+	defer cancel()
+	broken, err := rs.BrokenRecords(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: broken records: %w", ErrStoreUnavailable, err)
+	}
+	return broken, nil
+}
+
+// RepairRecords finds the broken records and resets each broken column
+// to a safe value (see [RepairStore.RepairRecord]), with an
+// [EventRecordRepaired] for each. It returns what it repaired; on an
+// error, what it repaired before it.
+func (a *Authenticator) RepairRecords(ctx context.Context) ([]*BrokenRecordError, error) {
+	broken, err := a.BrokenRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rs := a.store.(*guardedStore).Store.(RepairStore)
+	for i, b := range broken {
+		if err := a.repairRecord(ctx, rs, b); err != nil {
+			return broken[:i], err
+		}
+		kind := PrincipalKind(b.Kind)
+		if b.Kind == "access token" {
+			kind = KindAccessToken
+		}
+		// A repair may move a generation or delete a token: this
+		// replica reads the Store again at once.
+		a.status.forget(kind, b.Key)
+		a.emit(ctx, Event{Type: EventRecordRepaired, Kind: kind, Name: b.Key})
+		a.log.Warn("broken record repaired", "kind", b.Kind, "name", b.Key, "column", b.Column)
+	}
+	return broken, nil
+}
+
+func (a *Authenticator) repairRecord(ctx context.Context, rs RepairStore, b *BrokenRecordError) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.StoreTimeout)
+	defer cancel()
+	if err := rs.RepairRecord(ctx, b); err != nil {
+		return fmt.Errorf("%w: repair %s %q: %w", ErrStoreUnavailable, b.Kind, b.Key, err)
+	}
+	return nil
+}
