@@ -304,19 +304,22 @@ func (a *Authenticator) ListAccessTokens(ctx context.Context, p Principal, userN
 	if err != nil {
 		return nil, err
 	}
+	// A token revoked by a move of the user's generation, or expired, is
+	// dead: it is not listed, and the next creation deletes it. A user
+	// whose own record is broken has its tokens listed by expiry alone.
 	u, err := a.store.GetUser(ctx, name)
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return []AccessTokenInfo{}, nil
-	}
-	if err != nil {
+	case errors.Is(err, ErrBrokenRecord):
+	case err != nil:
 		return nil, err
 	}
-	// A token revoked by a move of the user's generation, or expired, is
-	// dead: it is not listed, and the next creation deletes it.
 	now := a.now()
 	out := make([]AccessTokenInfo, 0, len(ts))
 	for _, t := range ts {
-		if t.Generation == u.State.Generation && now.Before(t.ExpiresAt) {
+		revoked := err == nil && t.Generation != u.State.Generation
+		if !revoked && now.Before(t.ExpiresAt) {
 			out = append(out, accessTokenInfo(t))
 		}
 	}

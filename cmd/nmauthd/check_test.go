@@ -1,0 +1,69 @@
+package main
+
+import (
+	"database/sql"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nmauth/nmauth"
+)
+
+// TestCheckRepairsBrokenRecord: with one user's recovery codes damaged in
+// the database, nmauthd starts and serves everyone else, the broken
+// user's login is a 500, every admin command runs, check lists the
+// column, and check --repair makes it safe with an audit event, after
+// which the user logs in.
+func TestCheckRepairsBrokenRecord(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "nmauth.db")
+	env := baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SECRET="+newRootSecret(t))
+	mustRun(t, dir, env, "correct horse battery\n", "user", "add", "alice", "--db", db)
+	mustRun(t, dir, env, "bob's long password\n", "user", "add", "bob", "--db", db)
+	raw, err := sql.Open("sqlite", nmauth.SQLiteDSN(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("UPDATE nmauth_users SET recovery_codes = '{bad' WHERE name = 'bob'"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	d := startDaemon(t, dir, env, "--db", db)
+	login := func(name, password string) int {
+		return d.call(http.MethodPost, "/api/users/adm/authenticate", "", map[string]string{"username": name, "password": password}).status
+	}
+	if got := login("bob", "bob's long password"); got != http.StatusInternalServerError {
+		t.Errorf("the broken user's login answered %d, want 500", got)
+	}
+	if got := login("alice", "correct horse battery"); got != http.StatusOK {
+		t.Errorf("alice's login answered %d beside a broken record, want 200", got)
+	}
+	if got := d.call(http.MethodGet, "/readyz", "", nil).status; got != http.StatusOK {
+		t.Errorf("/readyz answered %d, want 200: the store answers", got)
+	}
+	d.stop()
+
+	mustRun(t, dir, env, "a whole new password\n", "user", "passwd", "alice", "--db", db)
+	mustRun(t, dir, env, "", "user", "disable", "alice", "--db", db)
+	if out := mustRun(t, dir, env, "", "user", "list", "--db", db); !strings.Contains(out, "bob") {
+		t.Errorf("user list printed %q, want bob listed", out)
+	}
+	out := mustRun(t, dir, env, "", "check", "--db", db)
+	if !strings.Contains(out, "bob") || !strings.Contains(out, "recovery_codes") || !strings.Contains(out, "1 broken columns") {
+		t.Errorf("check printed %q, want bob's recovery_codes", out)
+	}
+	r := runNmauthd(t, dir, env, "", "check", "--repair", "--db", db)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 broken columns reset") || !strings.Contains(r.stderr, string(nmauth.EventRecordRepaired)) {
+		t.Fatalf("check --repair: exit %d, stdout %q, stderr %q; want the repair and its audit event", r.code, r.stdout, r.stderr)
+	}
+	if out := mustRun(t, dir, env, "", "check", "--db", db); !strings.Contains(out, "no broken records") {
+		t.Errorf("check after the repair printed %q", out)
+	}
+	d = startDaemon(t, dir, env, "--db", db)
+	if got := login("bob", "bob's long password"); got != http.StatusOK {
+		t.Errorf("bob's login after the repair answered %d, want 200", got)
+	}
+	d.stop()
+}
