@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
@@ -169,6 +170,9 @@ func (s *SQLStore) CreateUser(ctx context.Context, u User) error {
 func (s *SQLStore) UpdateUser(ctx context.Context, name string, fn func(*User) error) error {
 	return s.inTx(ctx, "update user", func(tx *sql.Tx) error {
 		u, err := scanUser(tx.QueryRowContext(ctx, s.q.lockUser, name))
+		if errors.Is(err, sql.ErrNoRows) {
+			return s.missWrite(ctx, tx, name)
+		}
 		if err != nil {
 			return readErr("update user", err)
 		}
@@ -247,6 +251,9 @@ func (s *SQLStore) CreateHost(ctx context.Context, h Host) error {
 func (s *SQLStore) UpdateHost(ctx context.Context, id string, fn func(*Host) error) error {
 	return s.inTx(ctx, "update host", func(tx *sql.Tx) error {
 		h, err := scanHost(tx.QueryRowContext(ctx, s.q.lockHost, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return s.missWrite(ctx, tx, id)
+		}
 		if err != nil {
 			return readErr("update host", err)
 		}
@@ -348,13 +355,44 @@ func (s *SQLStore) inTx(ctx context.Context, what string, fn func(*sql.Tx) error
 	if err != nil {
 		return wrapSQL(what, err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(tx); errors.Is(err, errMissWritten) {
+		// An update of a missing record commits its write of the misses.
+		if err := tx.Commit(); err != nil {
+			return wrapSQL(what, err)
+		}
+		return ErrNotFound
+	} else if err != nil {
 		// The transaction is abandoned either way; fn's error is the one
 		// the caller needs.
 		_ = tx.Rollback()
 		return err
 	}
 	return wrapSQL(what, tx.Commit())
+}
+
+// errMissWritten tells inTx that an update found no record and wrote the
+// misses instead: it commits, and the caller gets ErrNotFound.
+var errMissWritten = errors.New("nmauth: sql store: missing record, miss written")
+
+// missSlots is how many rows nmauth_misses holds at most: the misses of
+// different keys take different rows, so that on PostgreSQL a flood of
+// unknown names does not queue on one row lock.
+const missSlots = 64
+
+// missWrite counts an update of the missing key in nmauth_misses, in the
+// transaction that looked for it, and returns errMissWritten. So an update
+// of a missing record writes and commits one row as an update of one that
+// exists does: a failed login of an unknown name costs the Store what a
+// wrong password of a known one costs, and its time tells nothing of
+// whether the name is held.
+func (s *SQLStore) missWrite(ctx context.Context, tx *sql.Tx, key string) error {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	slot := int64(h.Sum32() % missSlots)
+	if _, err := tx.ExecContext(ctx, s.q.missWrite, slot); err != nil {
+		return wrapSQL("count a miss", err)
+	}
+	return errMissWritten
 }
 
 // acquireWrite waits for this store's turn to write, or for ctx to end.
@@ -527,6 +565,15 @@ var sqlMigrations = []func(Dialect) []string{
 			"CREATE INDEX nmauth_access_tokens_user ON nmauth_access_tokens (user_name)",
 		}
 	},
+	// Version 5: the misses, written by an update of a missing record so
+	// that it costs what an update of one that exists does (see
+	// missWrite).
+	func(Dialect) []string {
+		return []string{`CREATE TABLE nmauth_misses (
+	slot BIGINT NOT NULL PRIMARY KEY,
+	misses BIGINT NOT NULL
+)`}
+	},
 }
 
 // The column lists put the key first; userArgs, hostArgs, scanUser and
@@ -554,6 +601,7 @@ type sqlQueries struct {
 	insertUser, updateUser, deleteUser string
 	getHost, lockHost, listHosts       string
 	insertHost, updateHost, deleteHost string
+	missWrite                          string
 }
 
 func newSQLQueries(d Dialect) sqlQueries {
@@ -579,6 +627,8 @@ func newSQLQueries(d Dialect) sqlQueries {
 	q.insertHost = q.rebind(insertSQL("nmauth_hosts", sqlHostColumns))
 	q.updateHost = q.rebind(updateSQL("nmauth_hosts", sqlHostColumns))
 	q.deleteHost = q.rebind("DELETE FROM nmauth_hosts WHERE id = ?")
+	q.missWrite = q.rebind("INSERT INTO nmauth_misses (slot, misses) VALUES (?, 1) " +
+		"ON CONFLICT (slot) DO UPDATE SET misses = nmauth_misses.misses + 1")
 	return q
 }
 
