@@ -480,7 +480,7 @@ func sqliteDatabase(t *testing.T) sqlDatabase {
 	return func(t *testing.T) *sql.DB { return openSQLite(t, path) }
 }
 
-func openSQLite(t *testing.T, path string) *sql.DB {
+func openSQLite(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", nmauth.SQLiteDSN(path))
 	if err != nil {
