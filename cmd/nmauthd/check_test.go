@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +43,15 @@ func TestCheckRepairsBrokenRecord(t *testing.T) {
 	}
 	if got := d.call(http.MethodGet, "/readyz", "", nil).status; got != http.StatusOK {
 		t.Errorf("/readyz answered %d, want 200: the store answers", got)
+	}
+	page := decode[struct {
+		Items []struct {
+			Name   string   `json:"name"`
+			Broken []string `json:"broken"`
+		} `json:"items"`
+	}](t, d.call(http.MethodGet, "/api/admin/users", testMasterKey, nil), http.StatusOK)
+	if len(page.Items) != 2 || page.Items[0].Broken != nil || page.Items[1].Name != "bob" || !slices.Equal(page.Items[1].Broken, []string{"recovery_codes"}) {
+		t.Errorf("the admin listing = %+v, want alice sound and bob marked broken in recovery_codes", page.Items)
 	}
 	d.stop()
 
