@@ -58,7 +58,8 @@ const (
 )
 
 // errMalformedHash is returned by verification for a stored hash that is
-// not a well-formed argon2id or bcrypt hash within the bounds above.
+// not a well-formed argon2id or bcrypt hash, or one of the imported
+// formats of hashformat.go, within the bounds above.
 var errMalformedHash = errors.New("nmauth: malformed password hash")
 
 // argonParams are the parameters of one argon2id hash.
@@ -167,8 +168,9 @@ func (h *passwordHasher) hashHeld(password string) (string, error) {
 }
 
 // verify reports whether password matches the stored hash encoded, and
-// whether that hash should be replaced by a fresh one: a bcrypt hash, or
-// an argon2id hash weaker than the current parameters. upgrade is only
+// whether that hash should be replaced by a fresh one: a bcrypt hash, an
+// imported one of another format (see hashformat.go), or an argon2id hash
+// weaker than the current parameters. upgrade is only
 // ever true when ok is. A malformed or unknown hash gives an error wrapping
 // errMalformedHash; a full queue or an ended ctx gives their errors.
 func (h *passwordHasher) verify(ctx context.Context, encoded, password string) (ok, upgrade bool, err error) {
@@ -189,7 +191,7 @@ func (h *passwordHasher) check(encoded, password string) (ok, upgrade bool, err 
 	case isBcryptPrefix(encoded):
 		return h.verifyBcrypt(encoded, password)
 	default:
-		return false, false, fmt.Errorf("%w: unknown format", errMalformedHash)
+		return h.checkImported(encoded, password)
 	}
 }
 

@@ -1,0 +1,297 @@
+package nmauth
+
+import (
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"golang.org/x/crypto/argon2"
+	"golang.org/x/crypto/scrypt"
+)
+
+// The password hash formats of other systems that an import may bring
+// (see [ImportedUser]), besides the argon2id and bcrypt that password.go
+// reads itself. Each is verified as its system would, and replaced by an
+// argon2id hash (or a host's machine digest) at the account's first right
+// login, so a store holds them only until then:
+//
+//	$argon2i$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<key>   the PHC string of argon2i
+//	$scrypt$ln=<log2 N>,r=<block size>,p=<lanes>$<salt>$<key>  the PHC string of scrypt
+//	$pbkdf2-sha256$i=<iterations>,l=<key length>$<salt>$<key>  PBKDF2-HMAC-SHA256, PHC style
+//	pbkdf2_sha256$<iterations>$<salt>$<key>                   Django's PBKDF2-HMAC-SHA256
+//
+// Salts and keys are base64, padded or not, but for Django's salt, which
+// is text taken as it is.
+const (
+	argon2iPrefix      = "$argon2i$"
+	scryptPrefix       = "$scrypt$"
+	pbkdf2Prefix       = "$pbkdf2-sha256$"
+	djangoPBKDF2Prefix = "pbkdf2_sha256$"
+)
+
+// Bounds on the parameters of an imported hash, as password.go bounds
+// argon2id's: a planted record must not make one login allocate
+// gigabytes or spin for minutes.
+const (
+	maxScryptMemory   = 1 << 30 // bytes: 128 * N * r
+	maxScryptLogN     = 24
+	maxScryptLanes    = 16
+	maxPBKDF2Rounds   = 10_000_000
+	minImportedKeyLen = 16
+	maxImportedKeyLen = 64
+)
+
+// The costs below which an imported hash is reported weak: bcrypt's cost
+// 10, scrypt's N = 2^17 and PBKDF2-SHA256's 600 000 iterations are OWASP's
+// Password Storage Cheat Sheet's minimums; argon2 is held to the
+// parameters of new hashes.
+const (
+	weakBcryptCost   = 10
+	weakScryptLogN   = 17
+	weakPBKDF2Rounds = 600_000
+)
+
+// importedHash is a parsed hash of another system's format.
+type importedHash interface {
+	// matches reports whether password is the hashed one, in constant
+	// time once the key is derived.
+	matches(password string) bool
+	// weakness says why the hash is cheap to attack, "" when it is not.
+	weakness() string
+}
+
+// checkImported is check for the formats above. A hash that matches is
+// always to be replaced by nmauth's own.
+func (h *passwordHasher) checkImported(encoded, password string) (ok, upgrade bool, err error) {
+	parsed, err := parseImportedHash(encoded)
+	if err != nil {
+		return false, false, err
+	}
+	ok = parsed.matches(password)
+	return ok, ok, nil
+}
+
+// parseImportedHash reads a hash of one of the formats above; any other
+// string gives an error wrapping errMalformedHash.
+func parseImportedHash(encoded string) (importedHash, error) {
+	switch {
+	case strings.HasPrefix(encoded, argon2iPrefix):
+		return parseArgon2i(encoded)
+	case strings.HasPrefix(encoded, scryptPrefix):
+		return parseScrypt(encoded)
+	case strings.HasPrefix(encoded, pbkdf2Prefix):
+		return parsePBKDF2(encoded)
+	case strings.HasPrefix(encoded, djangoPBKDF2Prefix):
+		return parseDjangoPBKDF2(encoded)
+	}
+	return nil, fmt.Errorf("%w: unknown format", errMalformedHash)
+}
+
+// importableHash checks a hash given to an import without spending any
+// work on it, and says why it is weak ("" when it is not). It accepts the
+// formats that a login verifies: argon2id and bcrypt, and those above.
+func importableHash(encoded string) (weak string, err error) {
+	switch {
+	case strings.HasPrefix(encoded, argonPrefix):
+		a, err := parseArgonHash(encoded)
+		if err != nil {
+			return "", err
+		}
+		if a.weakerThanCurrent() {
+			return fmt.Sprintf("argon2id with m=%d,t=%d below m=%d,t=%d", a.memory, a.time, argonMemory, argonTime), nil
+		}
+		return "", nil
+	case isBcryptPrefix(encoded):
+		if err := checkBcryptHash(encoded); err != nil {
+			return "", err
+		}
+		if cost, _ := strconv.Atoi(encoded[4:6]); cost < weakBcryptCost {
+			return fmt.Sprintf("bcrypt cost %d below %d", cost, weakBcryptCost), nil
+		}
+		return "", nil
+	}
+	parsed, err := parseImportedHash(encoded)
+	if err != nil {
+		return "", err
+	}
+	return parsed.weakness(), nil
+}
+
+// phcFields splits "$<id>$<fields>..." after its prefix into want fields.
+func phcFields(encoded, prefix string, want int) ([]string, error) {
+	fields := strings.Split(strings.TrimPrefix(encoded, prefix), "$")
+	if len(fields) != want {
+		return nil, fmt.Errorf("%w: %s: want %d fields after the algorithm", errMalformedHash, strings.Trim(prefix, "$_"), want)
+	}
+	return fields, nil
+}
+
+// phcParams reads "a=1,b=2,..." with exactly the names given, in order,
+// each a canonical decimal at most its limit.
+func phcParams(s, algo string, names []string, limits []uint32) ([]uint32, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != len(names) {
+		return nil, fmt.Errorf("%w: %s: want parameters %s", errMalformedHash, algo, strings.Join(names, ","))
+	}
+	out := make([]uint32, len(parts))
+	for i, p := range parts {
+		v, err := parseParam(p, names[i]+"=", limits[i])
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: bad parameter %s", errMalformedHash, algo, names[i])
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// decodeImportedB64 decodes standard base64, padded or not, and checks
+// the decoded length.
+func decodeImportedB64(s, algo, name string, minLen, maxLen int) ([]byte, error) {
+	b, err := base64.RawStdEncoding.Strict().DecodeString(strings.TrimRight(s, "="))
+	if err != nil || strings.ContainsAny(s, "\r\n") {
+		return nil, fmt.Errorf("%w: %s: bad %s encoding", errMalformedHash, algo, name)
+	}
+	if len(b) < minLen || len(b) > maxLen {
+		return nil, fmt.Errorf("%w: %s: %s length %d outside %d..%d", errMalformedHash, algo, name, len(b), minLen, maxLen)
+	}
+	return b, nil
+}
+
+// argon2iHash is a parsed PHC argon2i string.
+type argon2iHash struct{ argonHash }
+
+func parseArgon2i(encoded string) (importedHash, error) {
+	fields, err := phcFields(encoded, argon2iPrefix, 4)
+	if err != nil {
+		return nil, err
+	}
+	if fields[0] != "v="+strconv.Itoa(argon2.Version) {
+		return nil, fmt.Errorf("%w: argon2i: unsupported version", errMalformedHash)
+	}
+	var a argon2iHash
+	if a.argonParams, err = parseArgonParams(fields[1]); err != nil {
+		return nil, err
+	}
+	if a.salt, err = decodeImportedB64(fields[2], "argon2i", "salt", minArgonSaltLen, maxArgonSaltLen); err != nil {
+		return nil, err
+	}
+	if a.key, err = decodeImportedB64(fields[3], "argon2i", "key", minArgonKeyLen, maxArgonKeyLen); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a argon2iHash) matches(password string) bool {
+	key := argon2.Key([]byte(password), a.salt, a.time, a.memory, a.threads, uint32(len(a.key)))
+	return subtle.ConstantTimeCompare(key, a.key) == 1
+}
+
+func (a argon2iHash) weakness() string {
+	if a.weakerThanCurrent() {
+		return fmt.Sprintf("argon2i with m=%d,t=%d below m=%d,t=%d", a.memory, a.time, argonMemory, argonTime)
+	}
+	return ""
+}
+
+// scryptHash is a parsed PHC scrypt string.
+type scryptHash struct {
+	logN, r, p uint32
+	salt, key  []byte
+}
+
+func parseScrypt(encoded string) (importedHash, error) {
+	fields, err := phcFields(encoded, scryptPrefix, 3)
+	if err != nil {
+		return nil, err
+	}
+	v, err := phcParams(fields[0], "scrypt", []string{"ln", "r", "p"}, []uint32{maxScryptLogN, 1 << 16, maxScryptLanes})
+	if err != nil {
+		return nil, err
+	}
+	s := scryptHash{logN: v[0], r: v[1], p: v[2]}
+	if s.logN < 1 || s.r < 1 || s.p < 1 || 128*(uint64(1)<<s.logN)*uint64(s.r) > maxScryptMemory || uint64(s.r)*uint64(s.p) >= 1<<30 {
+		return nil, fmt.Errorf("%w: scrypt: parameters outside the bounds", errMalformedHash)
+	}
+	if s.salt, err = decodeImportedB64(fields[1], "scrypt", "salt", minArgonSaltLen, maxArgonSaltLen); err != nil {
+		return nil, err
+	}
+	if s.key, err = decodeImportedB64(fields[2], "scrypt", "key", minImportedKeyLen, maxImportedKeyLen); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s scryptHash) matches(password string) bool {
+	key, err := scrypt.Key([]byte(password), s.salt, 1<<s.logN, int(s.r), int(s.p), len(s.key))
+	return err == nil && subtle.ConstantTimeCompare(key, s.key) == 1
+}
+
+func (s scryptHash) weakness() string {
+	if s.logN < weakScryptLogN {
+		return fmt.Sprintf("scrypt N=2^%d below 2^%d", s.logN, weakScryptLogN)
+	}
+	return ""
+}
+
+// pbkdf2Hash is a parsed PBKDF2-HMAC-SHA256 hash of either form.
+type pbkdf2Hash struct {
+	rounds    uint32
+	salt, key []byte
+}
+
+func parsePBKDF2(encoded string) (importedHash, error) {
+	fields, err := phcFields(encoded, pbkdf2Prefix, 3)
+	if err != nil {
+		return nil, err
+	}
+	v, err := phcParams(fields[0], "pbkdf2-sha256", []string{"i", "l"}, []uint32{maxPBKDF2Rounds, maxImportedKeyLen})
+	if err != nil {
+		return nil, err
+	}
+	h := pbkdf2Hash{rounds: v[0]}
+	if h.salt, err = decodeImportedB64(fields[1], "pbkdf2-sha256", "salt", minArgonSaltLen, maxArgonSaltLen); err != nil {
+		return nil, err
+	}
+	if h.key, err = decodeImportedB64(fields[2], "pbkdf2-sha256", "key", minImportedKeyLen, maxImportedKeyLen); err != nil {
+		return nil, err
+	}
+	if h.rounds < 1 || int(v[1]) != len(h.key) {
+		return nil, fmt.Errorf("%w: pbkdf2-sha256: no rounds, or l is not the key's length", errMalformedHash)
+	}
+	return h, nil
+}
+
+func parseDjangoPBKDF2(encoded string) (importedHash, error) {
+	fields, err := phcFields(encoded, djangoPBKDF2Prefix, 3)
+	if err != nil {
+		return nil, err
+	}
+	rounds, err := parseParam("i="+fields[0], "i=", maxPBKDF2Rounds)
+	if err != nil || rounds < 1 {
+		return nil, fmt.Errorf("%w: pbkdf2_sha256: bad iterations", errMalformedHash)
+	}
+	if len(fields[1]) < 1 || len(fields[1]) > maxArgonSaltLen {
+		return nil, fmt.Errorf("%w: pbkdf2_sha256: salt length outside 1..%d", errMalformedHash, maxArgonSaltLen)
+	}
+	key, err := decodeImportedB64(fields[2], "pbkdf2_sha256", "key", minImportedKeyLen, maxImportedKeyLen)
+	if err != nil {
+		return nil, err
+	}
+	return pbkdf2Hash{rounds: rounds, salt: []byte(fields[1]), key: key}, nil
+}
+
+func (h pbkdf2Hash) matches(password string) bool {
+	key, err := pbkdf2.Key(sha256.New, password, h.salt, int(h.rounds), len(h.key))
+	return err == nil && subtle.ConstantTimeCompare(key, h.key) == 1
+}
+
+func (h pbkdf2Hash) weakness() string {
+	if h.rounds < weakPBKDF2Rounds {
+		return fmt.Sprintf("PBKDF2-SHA256 with %d iterations below %d", h.rounds, weakPBKDF2Rounds)
+	}
+	return ""
+}
