@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -159,7 +158,7 @@ func hostAdd(ctx context.Context, c *cli, o *options, args []string) error {
 			return adminError("host", id, err)
 		}
 		for _, network := range o.networks {
-			if err := b.db.addMembership(ctx, network, id); err != nil {
+			if _, err := b.db.addMembership(ctx, network, id); err != nil {
 				return fmt.Errorf("host %q added, but not to network %q: %w", id, network, err)
 			}
 		}
@@ -168,41 +167,6 @@ func hostAdd(ctx context.Context, c *cli, o *options, args []string) error {
 		} else {
 			fmt.Fprintf(c.stdout, "host %q added\n", id)
 		}
-		return nil
-	})
-}
-
-// hostImport adds the hosts listed on stdin, one "ID PASSWORD [MAC]" a
-// line; blank lines and lines starting with # are skipped. A password that
-// a program drew at random, as netclient's are, is kept as a keyed digest
-// and costs microseconds; any other costs an argon2id hash. The first bad
-// line stops the import, naming its number, never its password.
-func hostImport(ctx context.Context, c *cli, o *options, _ []string) error {
-	return c.withBackend(ctx, o, func(b *backend) error {
-		lines := bufio.NewScanner(c.stdin)
-		n, line := 0, 0
-		for lines.Scan() {
-			line++
-			fields := strings.Fields(lines.Text())
-			if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-				continue
-			}
-			if len(fields) < 2 || len(fields) > 3 {
-				return fmt.Errorf("host import: line %d: want ID PASSWORD [MAC] (%d hosts added before it)", line, n)
-			}
-			mac := ""
-			if len(fields) == 3 {
-				mac = fields[2]
-			}
-			if err := b.auth.CreateHost(ctx, fields[0], mac, fields[1]); err != nil {
-				return fmt.Errorf("host import: line %d: %w (%d hosts added before it)", line, adminError("host", fields[0], err), n)
-			}
-			n++
-		}
-		if err := lines.Err(); err != nil {
-			return fmt.Errorf("host import: line %d: %w (%d hosts added before it)", line+1, err, n)
-		}
-		fmt.Fprintf(c.stdout, "%d hosts added\n", n)
 		return nil
 	})
 }

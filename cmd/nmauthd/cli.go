@@ -69,6 +69,10 @@ type options struct {
 
 	// repair makes check repair what it finds (see check.go).
 	repair bool
+
+	// An import's source and mode (see import.go).
+	from   string
+	dryRun bool
 }
 
 // stringList is a flag that may be given more than once.
@@ -113,8 +117,12 @@ var commands = []command{
 		help: "let the identity SUBJECT of the OpenID provider ISSUER log in as the user by single sign-on"},
 	{name: "host add", args: []string{"ID"}, flags: []string{"mac", "network"}, run: hostAdd,
 		help: "add a host (--mac, --network); password from stdin, or generated and printed"},
-	{name: "host import", run: hostImport,
-		help: "add hosts from stdin, one \"ID PASSWORD [MAC]\" a line, as netclient's hosts are moved over"},
+	{name: "host import", flags: []string{"dry-run"}, run: hostImport,
+		help: "add hosts from stdin, one a line: JSON {id, mac, password_hash|password, disabled, networks}, or \"ID PASSWORD [MAC]\"; --dry-run"},
+	{name: "user import", flags: []string{"dry-run"}, run: userImport,
+		help: "add users from stdin, one JSON {name, password_hash|password, totp_secret, disabled} a line; --dry-run"},
+	{name: "import netmaker", flags: []string{"from", "dry-run", "sso-issuer"}, run: importNetmaker,
+		help: "import the users, hosts and memberships of Netmaker's database (--from PATH|postgres://…, read only; --dry-run; --sso-issuer)"},
 	{name: "host list", run: hostList,
 		help: "list hosts: id, disabled, MAC address"},
 	{name: "token create", args: []string{"USER", "NAME"}, flags: []string{"expires", "read-only", "network"}, run: tokenCreate,
@@ -190,6 +198,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.passwordless, "passwordless", false, "let a discoverable passkey log in without password (on with --dev)")
 	fs.StringVar(&o.expires, "expires", "", "when the access token expires: an RFC 3339 time, or a lifetime such as 720h or 90d (default 90d)")
 	fs.BoolVar(&o.readOnly, "read-only", false, "limit the access token to reads")
+	fs.StringVar(&o.from, "from", "", "the database an import reads: a SQLite path, or a postgres:// URL")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print what an import would do, and write nothing")
 	fs.StringVar(&o.ssoIssuer, "sso-issuer", "", "log users in through this OpenID provider (client secret in $NMAUTH_SSO_CLIENT_SECRET)")
 	fs.StringVar(&o.ssoClientID, "sso-client-id", "", "this server's client id at the OpenID provider")
 	fs.StringVar(&o.ssoRedirectURL, "sso-redirect-url", "", "this server's callback as the provider knows it: https://HOST/api/oauth/callback")

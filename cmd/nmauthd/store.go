@@ -120,10 +120,15 @@ const createMemberships = `CREATE TABLE IF NOT EXISTS nmauthd_memberships (
 // query rewrites the ? placeholders of q as $1, $2, … for PostgreSQL.
 func (d *database) query(q string) string { return d.dialect.Rebind(q) }
 
-// addMembership makes a host a member of a network; once is enough.
-func (d *database) addMembership(ctx context.Context, network, hostID string) error {
-	_, err := d.db.ExecContext(ctx, d.query(`INSERT INTO nmauthd_memberships (network, host_id) VALUES (?, ?) ON CONFLICT DO NOTHING`), network, hostID)
-	return err
+// addMembership makes a host a member of a network; once is enough. It
+// reports whether the host was not a member already.
+func (d *database) addMembership(ctx context.Context, network, hostID string) (bool, error) {
+	res, err := d.db.ExecContext(ctx, d.query(`INSERT INTO nmauthd_memberships (network, host_id) VALUES (?, ?) ON CONFLICT DO NOTHING`), network, hostID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // isMember is the Config.NodeMember of nmauthd.

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/nmauth/nmauth"
+)
+
+// maxImportLine bounds one line of an import on stdin: a record with a
+// hash and a few networks fits in far less.
+const maxImportLine = 64 << 10
+
+// importUserLine is one line of user import: an account with the fields
+// of nmauth.ImportedUser.
+type importUserLine struct {
+	Name         string `json:"name"`
+	PasswordHash string `json:"password_hash"`
+	Password     string `json:"password"`
+	TOTPSecret   string `json:"totp_secret"`
+	Disabled     bool   `json:"disabled"`
+}
+
+// importHostLine is one JSON line of host import: a host with the fields
+// of nmauth.ImportedHost.
+type importHostLine struct {
+	ID           string   `json:"id"`
+	MAC          string   `json:"mac"`
+	PasswordHash string   `json:"password_hash"`
+	Password     string   `json:"password"`
+	Disabled     bool     `json:"disabled"`
+	Networks     []string `json:"networks"`
+}
+
+// importer imports records one at a time into the backend, or with
+// dryRun only plans them, and keeps the report.
+type importer struct {
+	b      *backend
+	dryRun bool
+	report importReport
+}
+
+// importReport counts what an import did and lists what it skipped and
+// which hashes are weak. It never holds a secret.
+type importReport struct {
+	added, existing, skipped map[string]int
+	memberships, links       int
+	lines                    []string
+}
+
+func newImporter(b *backend, dryRun bool) *importer {
+	return &importer{b: b, dryRun: dryRun, report: importReport{
+		added: map[string]int{}, existing: map[string]int{}, skipped: map[string]int{},
+	}}
+}
+
+// skip notes a record that was not imported, and why.
+func (im *importer) skip(kind, where, reason string) {
+	im.report.skipped[kind]++
+	im.report.lines = append(im.report.lines, fmt.Sprintf("skipped %s %s: %s", kind, where, reason))
+}
+
+// done notes what the import of one account did.
+func (im *importer) done(kind string, r nmauth.ImportResult) {
+	if !r.Added {
+		im.report.existing[kind]++
+		return
+	}
+	im.report.added[kind]++
+	if r.Weak != "" {
+		im.report.lines = append(im.report.lines, fmt.Sprintf("weak hash: %s %q: %s; replaced at its next login", kind, r.Name, r.Weak))
+	}
+}
+
+// user imports one user, or plans it.
+func (im *importer) user(ctx context.Context, where string, u nmauth.ImportedUser) (nmauth.ImportResult, bool) {
+	var r nmauth.ImportResult
+	var err error
+	if im.dryRun {
+		r, err = im.b.auth.PlanUserImport(ctx, u)
+	} else {
+		r, err = im.b.auth.ImportUser(ctx, u)
+	}
+	if err != nil {
+		im.skip("user", where, importReason(err))
+		return r, false
+	}
+	im.done("user", r)
+	return r, true
+}
+
+// host imports one host and its memberships, or plans them.
+func (im *importer) host(ctx context.Context, where string, h nmauth.ImportedHost) {
+	var r nmauth.ImportResult
+	var err error
+	switch {
+	case im.dryRun && im.b.db == nil:
+		r, err = im.b.auth.PlanHostImport(ctx, h, nil)
+	case im.dryRun:
+		r, err = im.b.auth.PlanHostImport(ctx, h, im.b.db.isMember)
+	default:
+		r, err = im.b.auth.ImportHost(ctx, h, im.b.db.addMembership)
+	}
+	if err != nil {
+		im.skip("host", where, importReason(err))
+		return
+	}
+	im.report.memberships += r.Memberships
+	im.done("host", r)
+}
+
+// importReason is an import error as a reason in the report: the
+// library's errors name the record's fault and never a secret.
+func importReason(err error) string {
+	switch {
+	case errors.Is(err, nmauth.ErrInvalidUsername):
+		return "the username is not valid (PRECIS UsernameCaseMapped, at most 64 bytes)"
+	case errors.Is(err, nmauth.ErrInvalidHost):
+		return "the host id or MAC address is not valid"
+	}
+	return strings.TrimPrefix(oneLine(err), "nmauth: ")
+}
+
+// write prints the counts, then every skipped record and weak hash. It
+// returns an error when a record was skipped, so that a script notices.
+func (im *importer) write(w io.Writer, kinds ...string) error {
+	verb := "added"
+	if im.dryRun {
+		verb = "to add"
+		fmt.Fprintln(w, "dry run: nothing was written")
+	}
+	skipped := 0
+	for _, kind := range kinds {
+		r := im.report
+		fmt.Fprintf(w, "%ss: %d %s, %d already there, %d skipped\n", kind, r.added[kind], verb, r.existing[kind], r.skipped[kind])
+		skipped += r.skipped[kind]
+	}
+	if im.report.memberships > 0 || contains(kinds, "host") {
+		fmt.Fprintf(w, "memberships: %d %s\n", im.report.memberships, verb)
+	}
+	if im.report.links > 0 {
+		fmt.Fprintf(w, "single sign-on links: %d %s\n", im.report.links, verb)
+	}
+	for _, l := range im.report.lines {
+		fmt.Fprintln(w, l)
+	}
+	if skipped > 0 {
+		return fmt.Errorf("%d records skipped, each named above; the others are imported, and a run again changes only what is missing", skipped)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// withImporter opens the backend as the server does, so that an import
+// into a new SQLite database makes its root secret file, and runs fn. A
+// dry run into a SQLite database that does not exist yet plans against an
+// empty store in memory, and so makes no file.
+func (c *cli) withImporter(ctx context.Context, o *options, fn func(*importer) error) error {
+	if _, err := os.Stat(o.db); o.dryRun && !isPostgresURL(o.db) && errors.Is(err, fs.ErrNotExist) {
+		auth, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte(rand.Text() + rand.Text())}})
+		if err != nil {
+			return err
+		}
+		return fn(newImporter(&backend{auth: auth}, true))
+	}
+	b, err := c.openBackend(ctx, o, nil, !o.dryRun, nil)
+	if err != nil {
+		return err
+	}
+	defer b.db.Close()
+	return fn(newImporter(b, o.dryRun))
+}
+
+// eachLine calls fn with every line of r that is not blank or a comment,
+// and its number; a line too long is reported by bad and skipped.
+func eachLine(r io.Reader, fn func(n int, line []byte), bad func(n int, reason string)) error {
+	br := bufio.NewReaderSize(r, 4096)
+	for n := 1; ; n++ {
+		line, tooLong, err := readLine(br)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("reading line %d: %w", n, err)
+		}
+		if tooLong {
+			bad(n, fmt.Sprintf("longer than %d bytes", maxImportLine))
+		} else if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
+			fn(n, t)
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// readLine reads one line without its end, and only its end once it is
+// longer than maxImportLine. io.EOF comes with the last line.
+func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong && len(line)+len(chunk) > maxImportLine+2 {
+			tooLong, line = true, nil
+		}
+		if !tooLong {
+			line = append(line, chunk...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return bytes.TrimRight(line, "\r\n"), tooLong, err
+		}
+	}
+}
+
+// decodeLine decodes one JSON object, refusing unknown keys (a misspelt
+// field would otherwise drop a credential) and anything after it.
+func decodeLine(line []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("not a JSON object of the import's fields: %s", oneLine(err))
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value on the line")
+	}
+	return nil
+}
+
+// userImport adds the users on stdin, one JSON object a line.
+func userImport(ctx context.Context, c *cli, o *options, _ []string) error {
+	return c.withImporter(ctx, o, func(im *importer) error {
+		err := eachLine(c.stdin, func(n int, line []byte) {
+			where := fmt.Sprintf("on line %d", n)
+			var u importUserLine
+			if err := decodeLine(line, &u); err != nil {
+				im.skip("user", where, err.Error())
+				return
+			}
+			im.user(ctx, fmt.Sprintf("%q %s", u.Name, where), nmauth.ImportedUser{
+				Name: u.Name, PasswordHash: u.PasswordHash, Password: u.Password, TOTPSecret: u.TOTPSecret, Disabled: u.Disabled,
+			})
+		}, func(n int, reason string) { im.skip("user", fmt.Sprintf("on line %d", n), reason) })
+		if err != nil {
+			return err
+		}
+		return im.write(c.stdout, "user")
+	})
+}
+
+// hostImport adds the hosts on stdin, one a line: a JSON object, or as
+// before "ID PASSWORD [MAC]". A password that a program drew at random,
+// as netclient's are, is kept as a keyed digest and costs microseconds;
+// any other costs an argon2id hash. A line that cannot be read is skipped
+// and reported by its number, never its password.
+func hostImport(ctx context.Context, c *cli, o *options, _ []string) error {
+	return c.withImporter(ctx, o, func(im *importer) error {
+		err := eachLine(c.stdin, func(n int, line []byte) {
+			where := fmt.Sprintf("on line %d", n)
+			h, err := parseHostLine(line)
+			if err != nil {
+				im.skip("host", where, err.Error())
+				return
+			}
+			im.host(ctx, fmt.Sprintf("%q %s", h.ID, where), h)
+		}, func(n int, reason string) { im.skip("host", fmt.Sprintf("on line %d", n), reason) })
+		if err != nil {
+			return err
+		}
+		return im.write(c.stdout, "host")
+	})
+}
+
+// parseHostLine reads one line of host import.
+func parseHostLine(line []byte) (nmauth.ImportedHost, error) {
+	if line[0] == '{' {
+		var h importHostLine
+		if err := decodeLine(line, &h); err != nil {
+			return nmauth.ImportedHost{}, err
+		}
+		return nmauth.ImportedHost{ID: h.ID, MACAddress: h.MAC, PasswordHash: h.PasswordHash, Password: h.Password,
+			Disabled: h.Disabled, Networks: h.Networks}, nil
+	}
+	fields := strings.Fields(string(line))
+	if len(fields) < 2 || len(fields) > 3 {
+		return nmauth.ImportedHost{}, errors.New("want a JSON object, or ID PASSWORD [MAC]")
+	}
+	h := nmauth.ImportedHost{ID: fields[0], Password: fields[1]}
+	if len(fields) == 3 {
+		h.MACAddress = fields[2]
+	}
+	return h, nil
+}
