@@ -112,7 +112,14 @@ func startServer(t *testing.T, profile string, extra ...string) *server {
 	}
 	run(userPassword, "user", "add", "alice")
 	run(hostPassword, "host", "add", hostID, "--network", "net-1")
+	return serveDB(t, dir, db, env, profile, extra...)
+}
 
+// serveDB serves the database db in profile, with env as nmauthd's
+// environment, as startServer does.
+func serveDB(t *testing.T, dir, db string, env []string, profile string, extra ...string) *server {
+	t.Helper()
+	bin, _ := binaries(t)
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--log-json", "--wire", profile}
 	for _, x := range extra {
 		if strings.HasPrefix(x, "-") {
