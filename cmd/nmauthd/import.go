@@ -138,11 +138,13 @@ func (im *importer) write(w io.Writer, kinds ...string) error {
 		verb = "to add"
 		fmt.Fprintln(w, "dry run: nothing was written")
 	}
-	skipped := 0
 	for _, kind := range kinds {
 		r := im.report
 		fmt.Fprintf(w, "%ss: %d %s, %d already there, %d skipped\n", kind, r.added[kind], verb, r.existing[kind], r.skipped[kind])
-		skipped += r.skipped[kind]
+	}
+	skipped := 0
+	for _, n := range im.report.skipped {
+		skipped += n
 	}
 	if im.report.memberships > 0 || contains(kinds, "host") {
 		fmt.Fprintf(w, "memberships: %d %s\n", im.report.memberships, verb)

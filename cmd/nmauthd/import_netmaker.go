@@ -212,6 +212,10 @@ func importNetmakerUsers(ctx context.Context, src *netmakerSource, im *importer,
 		}
 		external := u.ExternalID != "" || u.AuthType == "oauth"
 		switch {
+		case u.IsMFAEnabled && u.TOTPSecret == "":
+			// Imported without it, the user would lose a factor.
+			im.skip("user", where, "TOTP is on, but its secret is missing")
+			return nil
 		case external && (u.ExternalID == "" || issuer == ""):
 			im.skip("user", where, "signed in through single sign-on, but its provider is unknown: give --sso-issuer")
 			return nil

@@ -101,6 +101,8 @@ func netmakerRecords(t *testing.T) [][3]string {
 		{"users", "dave", j(map[string]any{"username": "dave", "password": bcrypt5(t, "random"), "external_identity_provider_id": "sub-dave", "auth_type": "oauth"})},
 		{"users", "eve", j(map[string]any{"username": "eve", "password": "plain"})},
 		{"users", "frank", "{not json"},
+		{"users", "grace", j(map[string]any{"username": "grace", "password": bcrypt5(t, "grace's password"), "is_mfa_enabled": true})},
+		{"nodes", "node-without-host", j(map[string]any{"hostid": "", "network": "net-1"})},
 		{"hosts", importHostID, j(map[string]any{"id": importHostID, "hostpass": bcrypt5(t, importHostSecret), "macaddress": mac, "name": "h1"})},
 		{"hosts", "not-a-uuid", j(map[string]any{"id": "not-a-uuid", "hostpass": bcrypt5(t, importHostSecret)})},
 		{"nodes", "9a7e4c2d-1f3a-4b5c-8d6e-7f8091a2b3c4", j(map[string]any{"id": "9a7e4c2d-1f3a-4b5c-8d6e-7f8091a2b3c4", "hostid": importHostID, "network": "net-1"})},
@@ -186,14 +188,15 @@ func TestImportNetmakerPostgres(t *testing.T) {
 // then the accounts log in as they did with Netmaker.
 func testImportNetmaker(t *testing.T, dir string, env []string, src, target string) {
 	r := runNmauthd(t, dir, env, "", "import", "netmaker", "--from", src, "--db", target, "--dry-run")
-	if !strings.Contains(r.stdout, "dry run") || !strings.Contains(r.stdout, "users: 4 to add, 0 already there, 2 skipped") ||
+	if !strings.Contains(r.stdout, "dry run") || !strings.Contains(r.stdout, "users: 4 to add, 0 already there, 3 skipped") ||
 		!strings.Contains(r.stdout, "hosts: 1 to add, 0 already there, 1 skipped") {
 		t.Fatalf("dry run: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = runNmauthd(t, dir, env, "", "import", "netmaker", "--from", src, "--db", target)
 	for _, want := range []string{
-		"users: 4 added, 0 already there, 2 skipped", "hosts: 1 added, 0 already there, 1 skipped", "memberships: 1 added",
+		"users: 4 added, 0 already there, 3 skipped", "hosts: 1 added, 0 already there, 1 skipped", "memberships: 1 added",
 		"single sign-on links: 1 added", `skipped host "not-a-uuid": its id is not a UUID`, `skipped user "frank": its value is not Netmaker's JSON`,
+		`skipped user "grace": TOTP is on, but its secret is missing`, `skipped node "node-without-host": its host id is not a UUID`,
 		`skipped user "eve": record cannot be imported: password hash: malformed password hash: unknown format`,
 		`weak hash: host "` + importHostID + `": bcrypt cost 5 below 10`, `weak hash: user "alice": bcrypt cost 5 below 10`,
 	} {
@@ -205,7 +208,7 @@ func testImportNetmaker(t *testing.T, dir string, env []string, src, target stri
 		t.Errorf("import with skipped records: exit %d", r.code)
 	}
 	r = runNmauthd(t, dir, env, "", "import", "netmaker", "--from", src, "--db", target)
-	if !strings.Contains(r.stdout, "users: 0 added, 4 already there, 2 skipped") || !strings.Contains(r.stdout, "hosts: 0 added, 1 already there, 1 skipped") ||
+	if !strings.Contains(r.stdout, "users: 0 added, 4 already there, 3 skipped") || !strings.Contains(r.stdout, "hosts: 0 added, 1 already there, 1 skipped") ||
 		!strings.Contains(r.stdout, "memberships: 0 added") || strings.Contains(r.stdout, "links") {
 		t.Errorf("second run printed %q", r.stdout)
 	}
