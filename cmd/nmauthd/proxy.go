@@ -52,9 +52,13 @@ func parseTrustedProxy(s string) (netip.Prefix, error) {
 }
 
 // trustedProxies returns the --trusted-proxy prefixes, or without any
-// those of NMAUTH_TRUSTED_PROXIES.
+// those of NMAUTH_TRUSTED_PROXIES. Prefixes that together cover every
+// IPv4 or every IPv6 address are refused, as a prefix of length 0 is.
 func trustedProxies(o *options, getenv func(string) string) ([]netip.Prefix, error) {
 	if len(o.trustedProxies) > 0 {
+		if err := checkNotEverything(o.trustedProxies); err != nil {
+			return nil, fmt.Errorf("--trusted-proxy: %w", err)
+		}
 		return o.trustedProxies, nil
 	}
 	var l prefixList
@@ -62,6 +66,9 @@ func trustedProxies(o *options, getenv func(string) string) ([]netip.Prefix, err
 		if err := l.Set(s); err != nil {
 			return nil, fmt.Errorf("%s: %w", envTrustedProxies, err)
 		}
+	}
+	if err := checkNotEverything(l); err != nil {
+		return nil, fmt.Errorf("%s: %w", envTrustedProxies, err)
 	}
 	return l, nil
 }
