@@ -126,6 +126,9 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
 	}
+	if err := checkCORSOrigins(o.corsOrigins); err != nil {
+		return err
+	}
 	if o.trustedProxies, err = trustedProxies(o, c.getenv); err != nil {
 		return err
 	}
