@@ -41,6 +41,7 @@ type options struct {
 	metricsAddr string
 	db          string
 	dev         bool
+	demoPage    bool
 	logJSON     bool
 	logLevel    string
 	accessLog   bool
@@ -96,9 +97,9 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "access-log", "dev", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
+	{name: "serve", flags: []string{"addr", "access-log", "dev", "demo-page", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
 		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client"}, run: serve,
-		help: "serve the API (--addr, --access-log, --dev, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*)"},
+		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -185,6 +186,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "address of a separate listener for Prometheus metrics at /metrics; none when empty")
 	fs.StringVar(&o.db, "db", "nmauth.db", "SQLite database path, or a postgres:// URL")
 	fs.BoolVar(&o.dev, "dev", false, "development mode: loopback only, default master key allowed, demo accounts")
+	fs.BoolVar(&o.demoPage, "demo-page", false, "serve the demo page at / without --dev (--dev always serves it)")
 	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")
 	fs.StringVar(&o.logLevel, "log-level", "info", "the least level logged: debug (adds every right host and node login), info, warn or error")
 	fs.BoolVar(&o.accessLog, "access-log", false, "log one line per request")

@@ -30,29 +30,39 @@ const (
 	shutdownTimeout   = 10 * time.Second
 )
 
-// newMux returns the routes of nmauthd: the nmauth handler at /api/, the
-// bearer-protected GET /api/whoami, GET /healthz (the process lives),
-// GET /readyz (the store answers), GET /openapi.yaml, and the demo page at
-// GET / with its assets. Outside /api/, where the handler answers, a path
-// no route serves answers 404 and another method on a GET route 405 with
-// Allow, both in the error envelope of the Authenticator's wire profile. More routes can be added to
-// the returned mux.
+// newMux returns the routes of nmauthd with the demo page; see newRoutes.
 func newMux(auth *nmauth.Authenticator, wire nmauth.WireProfile) *http.ServeMux {
+	return newRoutes(auth, wire, true)
+}
+
+// newRoutes returns the routes of nmauthd: the nmauth handler at /api/, the
+// bearer-protected GET /api/whoami, GET /healthz (the process lives),
+// GET /readyz (the store answers), GET /openapi.yaml, and, when page is
+// set, the demo page at GET / with its assets. Outside /api/, where the
+// handler answers, a path no route serves answers 404 and another method
+// on a GET route 405 with Allow, both in the error envelope of the
+// Authenticator's wire profile. More routes can be added to the returned
+// mux.
+func newRoutes(auth *nmauth.Authenticator, wire nmauth.WireProfile, page bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", auth.Handler())
 	mux.Handle("GET /api/whoami", auth.Middleware(http.HandlerFunc(serveWhoami)))
 	mux.HandleFunc("GET /healthz", serveHealthz)
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI(wire))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { serveReadyz(w, r, auth) })
-	mux.HandleFunc("GET /{$}", servePage)
-	mux.HandleFunc("GET /assets/", serveAsset)
+	getPaths := []string{"/healthz", "/openapi.yaml", "/readyz"}
+	if page {
+		mux.HandleFunc("GET /{$}", servePage)
+		mux.HandleFunc("GET /assets/", serveAsset)
+		getPaths = append(getPaths, "/{$}", "/assets/")
+	}
 	// A pattern without a method matches what the GET pattern beside it
 	// does not, so that these answers replace ServeMux's plain-text ones.
 	wrongMethod := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
 		auth.WriteResponse(w, r, http.StatusMethodNotAllowed, "method not allowed", nil)
 	}
-	for _, path := range []string{"/healthz", "/openapi.yaml", "/readyz", "/{$}", "/assets/"} {
+	for _, path := range getPaths {
 		mux.HandleFunc(path, wrongMethod)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -171,7 +181,9 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	c.log.Info("listening", "addr", ln.Addr().String(), "db", b.db.name,
 		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev,
 		"wire", o.wire, "cors_origins", o.corsOrigins.String(), "trusted_proxies", o.trustedProxies.String())
-	mux := newMux(b.auth, wire)
+	// The page offers a form for the master key; it is served only where
+	// the operator asked for it.
+	mux := newRoutes(b.auth, wire, o.dev || o.demoPage)
 	addAdminRoutes(mux, b.auth, c.log)
 	if err := addPasskeyRoutes(mux, b, o, ln.Addr(), c.log); err != nil {
 		ln.Close()
@@ -186,6 +198,9 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		h = m.handler(h)
 	}
 	h = withCORS(h, o.corsOrigins)
+	if o.dev {
+		h = devHostsOnly(h, ln.Addr(), b.auth)
+	}
 	if o.accessLog {
 		h = logRequests(c.log, h)
 	}

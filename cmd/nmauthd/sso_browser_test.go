@@ -45,7 +45,7 @@ func TestBrowserSSO(t *testing.T) {
 	env := baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SSO_CLIENT_SECRET=sso-client-secret")
 	db := filepath.Join(dir, "nmauth.db")
 	seed(t, dir, env, db)
-	d := startDaemon(t, dir, env, "--db", db, "--addr", addr, "--sso-issuer", issuer, "--sso-client-id", "nmauthd-browser",
+	d := startDaemon(t, dir, env, "--db", db, "--addr", addr, "--demo-page", "--sso-issuer", issuer, "--sso-client-id", "nmauthd-browser",
 		"--sso-redirect-url", "http://"+addr+"/api/oauth/callback", "--sso-create-users")
 	waitSSO(t, d)
 	p := openPage(t, d.url+"/")

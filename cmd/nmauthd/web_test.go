@@ -34,9 +34,15 @@ func fetchPath(t *testing.T, method, target string) reply {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return doRequest(t, req)
+}
+
+// doRequest sends req without following redirects and reads the answer.
+func doRequest(t *testing.T, req *http.Request) reply {
+	t.Helper()
 	resp, err := noRedirects.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	var body bytes.Buffer
