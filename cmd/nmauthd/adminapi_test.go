@@ -40,7 +40,7 @@ func newAdminServer(t *testing.T, users, hosts []string) *adminServer {
 func newAdminServerIn(t *testing.T, wire nmauth.WireProfile, users, hosts []string) *adminServer {
 	t.Helper()
 	ctx := context.Background()
-	db, err := openDatabase(ctx, filepath.Join(t.TempDir(), "nmauth.db"))
+	db, err := openDatabase(ctx, filepath.Join(t.TempDir(), "nmauth.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

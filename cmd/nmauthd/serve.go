@@ -281,7 +281,7 @@ func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.Master
 		_, err := loadRootSecrets(c.getenv, o.db, false, c.log)
 		return nil, err
 	}
-	db, err := openDatabase(ctx, o.db)
+	db, err := openDatabase(ctx, o.db, c.log)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -39,14 +40,15 @@ func isPostgresURL(s string) bool {
 	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }
 
-// openDatabase opens --db and brings its schema up to date.
-func openDatabase(ctx context.Context, target string) (*database, error) {
+// openDatabase opens --db and brings its schema up to date; log gets
+// the warnings about a SQLite file's mode.
+func openDatabase(ctx context.Context, target string, log *slog.Logger) (*database, error) {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	if isPostgresURL(target) {
 		return openPostgres(ctx, target)
 	}
-	return openSQLite(ctx, target)
+	return openSQLite(ctx, target, log)
 }
 
 func openPostgres(ctx context.Context, target string) (*database, error) {
@@ -63,11 +65,14 @@ func openPostgres(ctx context.Context, target string) (*database, error) {
 	return newDatabase(ctx, db, nmauth.DialectPostgres, u.Redacted())
 }
 
-func openSQLite(ctx context.Context, path string) (*database, error) {
+func openSQLite(ctx context.Context, path string, log *slog.Logger) (*database, error) {
 	if path == "" {
 		return nil, errors.New("--db: empty path")
 	}
 	if err := createPrivateFile(path); err != nil {
+		return nil, err
+	}
+	if err := checkDatabaseFiles(path, os.Geteuid(), log); err != nil {
 		return nil, err
 	}
 	db, err := sql.Open("sqlite", nmauth.SQLiteDSN(path))
