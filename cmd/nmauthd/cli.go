@@ -165,15 +165,17 @@ func (c *cli) run(args []string) int {
 		fmt.Fprintf(c.stderr, "nmauthd: %s (see nmauthd --help)\n", oneLine(err))
 		return exitUsage
 	}
+	resolveDB(o, c.getenv)
+	secrets := newRedactor(o.db, c.getenv)
 	c.logOut = newLogWriter(c.stderr)
-	c.log = newLogger(c.logOut, o.logJSON, level)
+	c.log = secrets.logger(newLogger(c.logOut, o.logJSON, level))
 	c.logOut.report = func(n uint64) {
 		c.log.Warn("log lines dropped: the log's output did not keep up", "lines", n)
 	}
 	err = cmd.run(context.Background(), c, o, rest)
 	c.logOut.Close()
 	if err != nil {
-		fmt.Fprintf(c.stderr, "nmauthd: %s\n", oneLine(err))
+		fmt.Fprintf(c.stderr, "nmauthd: %s\n", secrets.line(err))
 		return exitFail
 	}
 	return exitOK
@@ -184,7 +186,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8081", "address to listen on")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "address of a separate listener for Prometheus metrics at /metrics; none when empty")
-	fs.StringVar(&o.db, "db", "nmauth.db", "SQLite database path, or a postgres:// URL")
+	fs.StringVar(&o.db, "db", "nmauth.db", "SQLite database path, or PostgreSQL: a postgres:// URL or a key=value DSN; else $NMAUTH_DB")
 	fs.BoolVar(&o.dev, "dev", false, "development mode: loopback only, default master key allowed, demo accounts")
 	fs.BoolVar(&o.demoPage, "demo-page", false, "serve the demo page at / without --dev (--dev always serves it)")
 	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")
@@ -292,6 +294,8 @@ func (c *cli) usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Environment:")
 	fmt.Fprintln(w, "  MASTER_KEY     the master key; else server.masterkey in config/environments/<NMAUTH_ENV>.yaml")
+	fmt.Fprintln(w, "  NMAUTH_DB      the database when no --db is given, to keep a DSN's password off the command line;")
+	fmt.Fprintln(w, "                 pgx also reads the PG* variables (PGPASSWORD, ...) and ~/.pgpass")
 	fmt.Fprintln(w, "  NMAUTH_ENV     the environment name for that file (default dev)")
 	fmt.Fprintln(w, "  NMAUTH_SECRET  root secrets, hex or base64, 32+ bytes, comma-separated, the first signs;")
 	fmt.Fprintln(w, "                 without it a SQLite database gets a 0600 file <db>.secret beside it")

@@ -77,7 +77,7 @@ func baseEnv(extra ...string) []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "MASTER_KEY", "NMAUTH_SECRET", "NMAUTH_ENV", "NMAUTH_SSO_CLIENT_SECRET":
+		case "MASTER_KEY", "NMAUTH_SECRET", "NMAUTH_ENV", "NMAUTH_SSO_CLIENT_SECRET", "NMAUTH_DB":
 			continue
 		}
 		env = append(env, kv)

@@ -30,7 +30,7 @@ type accounts struct {
 // the first admin command: admin commands never make one.
 func provideSecretFile(t *testing.T, env []string, db string) {
 	t.Helper()
-	if isPostgresURL(db) || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "NMAUTH_SECRET=") }) {
+	if isPostgresDSN(db) || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "NMAUTH_SECRET=") }) {
 		return
 	}
 	if _, err := os.Stat(db + ".secret"); err == nil {

@@ -16,11 +16,12 @@
 //	nmauthd reseal                 seal TOTP secrets under the first root secret
 //	nmauthd check [--repair]       list (and repair) records the database cannot decode
 //
-// Every command takes --db (a SQLite path or a postgres:// URL),
-// --log-json and --log-level, before or after the command's name. Log lines
-// are written in batches by one goroutine; when stderr does not keep up,
-// lines are dropped and counted rather than waited for. One line per
-// request is written with --access-log only.
+// Every command takes --db (a SQLite path, or PostgreSQL as a
+// postgres:// URL or a key=value DSN; else NMAUTH_DB), --log-json and
+// --log-level, before or after the command's name. Log lines are written
+// in batches by one goroutine; when stderr does not keep up, lines are
+// dropped and counted rather than waited for. One line per request is
+// written with --access-log only.
 //
 // The root secret comes from NMAUTH_SECRET (hex or base64, 32 bytes or
 // more; a comma-separated list to rotate, the first signs), or else from

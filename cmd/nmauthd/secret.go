@@ -34,7 +34,7 @@ func loadRootSecrets(getenv func(string) string, db string, create bool, log *sl
 		}
 		return rootSecrets{secrets: secrets, source: "env " + envSecret}, nil
 	}
-	if isPostgresURL(db) {
+	if isPostgresDSN(db) {
 		return rootSecrets{}, fmt.Errorf("%s is required with PostgreSQL: every replica must share one root secret, "+
 			"kept outside the database; set it to 32 or more random bytes in hex, e.g. from openssl rand -hex 32", envSecret)
 	}

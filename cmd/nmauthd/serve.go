@@ -276,7 +276,7 @@ type backend struct {
 // database (see nmauth.Authenticator.CheckSecrets). instrument, if not
 // nil, may change the configuration first.
 func (c *cli) openBackend(ctx context.Context, o *options, master *nmauth.MasterKey, mayCreate bool, instrument func(*nmauth.Config)) (*backend, error) {
-	if isPostgresURL(o.db) && c.getenv(envSecret) == "" {
+	if isPostgresDSN(o.db) && c.getenv(envSecret) == "" {
 		// Says what is missing before trying to reach the server.
 		_, err := loadRootSecrets(c.getenv, o.db, false, c.log)
 		return nil, err
@@ -332,7 +332,7 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 	}
 	if err := auth.CheckSecrets(ctx); errors.Is(err, nmauth.ErrSecretMismatch) {
 		where := envSecret
-		if !isPostgresURL(o.db) {
+		if !isPostgresDSN(o.db) {
 			where += " or " + secretFilePath(o.db)
 		}
 		return nil, fmt.Errorf("database %s was not written under the root secret from %s (%v); "+

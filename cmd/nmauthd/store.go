@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
@@ -27,7 +25,7 @@ type database struct {
 	*nmauth.SQLStore
 	db      *sql.DB
 	dialect nmauth.Dialect
-	// name is safe to log: the SQLite path, or the URL without password.
+	// name is safe to log: the SQLite path, or postgres://user@host:port/db.
 	name string
 
 	// passkeys keeps the passkeys and their challenges, in tables of their
@@ -35,34 +33,28 @@ type database struct {
 	passkeys *passkey.SQLStore
 }
 
-func isPostgresURL(s string) bool {
-	l := strings.ToLower(s)
-	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
-}
-
 // openDatabase opens --db and brings its schema up to date; log gets
 // the warnings about a SQLite file's mode.
 func openDatabase(ctx context.Context, target string, log *slog.Logger) (*database, error) {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	if isPostgresURL(target) {
+	if isPostgresDSN(target) {
 		return openPostgres(ctx, target)
 	}
 	return openSQLite(ctx, target, log)
 }
 
 func openPostgres(ctx context.Context, target string) (*database, error) {
-	u, err := url.Parse(target)
+	name, err := postgresConfig(target)
 	if err != nil {
-		// The parse error would quote the URL, password and all.
-		return nil, errors.New("--db: malformed postgres:// URL")
+		return nil, err
 	}
 	db, err := sql.Open("pgx", target)
 	if err != nil {
 		return nil, fmt.Errorf("opening PostgreSQL: %w", err)
 	}
 	setPool(db)
-	return newDatabase(ctx, db, nmauth.DialectPostgres, u.Redacted())
+	return newDatabase(ctx, db, nmauth.DialectPostgres, name)
 }
 
 func openSQLite(ctx context.Context, path string, log *slog.Logger) (*database, error) {
