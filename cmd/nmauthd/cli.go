@@ -167,6 +167,7 @@ func (c *cli) run(args []string) int {
 	}
 	resolveDB(o, c.getenv)
 	secrets := newRedactor(o.db, c.getenv)
+	secrets.merge(newRedactor(o.from, c.getenv))
 	c.logOut = newLogWriter(c.stderr)
 	c.log = secrets.logger(newLogger(c.logOut, o.logJSON, level))
 	c.logOut.report = func(n uint64) {

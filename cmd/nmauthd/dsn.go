@@ -96,6 +96,14 @@ func newRedactor(dsn string, getenv func(string) string) *redactor {
 	return r
 }
 
+// merge adds the secrets of o to r, so that one redactor covers both
+// databases of a command that reads one and writes another.
+func (r *redactor) merge(o *redactor) {
+	r.secrets = append(r.secrets, o.secrets...)
+	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
+	r.secrets = slices.Compact(r.secrets)
+}
+
 // redact returns s with every secret replaced.
 func (r *redactor) redact(s string) string {
 	for _, secret := range r.secrets {

@@ -71,6 +71,29 @@ func TestDSNSecretsNotPrinted(t *testing.T) {
 	}
 }
 
+// TestImportSourceSecretsNotPrinted: import netmaker --from a PostgreSQL
+// DSN that cannot be reached names the failure without the DSN's
+// password, as --db does.
+func TestImportSourceSecretsNotPrinted(t *testing.T) {
+	port := closedPort(t)
+	const pw = "From-Pw-4k8d1"
+	for _, from := range []string{
+		"postgres://netmaker:" + pw + "@127.0.0.1:" + port + "/netmaker?sslmode=disable",
+		"host=127.0.0.1 port=" + port + " user=netmaker password=" + pw + " dbname=netmaker sslmode=disable",
+	} {
+		dir := t.TempDir()
+		env := baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SECRET="+newRootSecret(t))
+		r := runNmauthd(t, dir, env, "", "--log-json", "import", "netmaker", "--from", from, "--db", filepath.Join(dir, "nmauth.db"))
+		out := r.stdout + r.stderr
+		if r.code == exitOK || !strings.Contains(out, "127.0.0.1") {
+			t.Errorf("exit %d, %q; want a failure naming the source", r.code, out)
+		}
+		if strings.Contains(out, pw) {
+			t.Errorf("the output holds the source's password:\n%s", out)
+		}
+	}
+}
+
 // TestDSNSecretsNotLogged: nmauthd serving from PostgreSQL, its DSN in
 // NMAUTH_DB or --db as a URL with password= and sslpassword=, or as
 // key=value, logs the database as postgres://user@host:port/db and never
@@ -144,7 +167,7 @@ func TestRedactorLogger(t *testing.T) {
 	})
 	for _, json := range []bool{false, true} {
 		var out bytes.Buffer
-		log := r.logger(newLogger(&out, json)).With("dsn", dsn)
+		log := r.logger(newLogger(&out, json, slog.LevelInfo)).With("dsn", dsn)
 		log.Info("connecting with "+pw, "err", fmt.Errorf("dial: %s", "key-phrase-1"),
 			slog.Group("db", "password", "from-the-environment", "dsn", dsn), "values", []string{pw})
 		for _, secret := range []string{pw, strconv.Quote(pw), "key-phrase-1", "from-the-environment", url.PathEscape(pw), "pa\\\"ss"} {

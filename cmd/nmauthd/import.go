@@ -175,7 +175,7 @@ func contains(list []string, s string) bool {
 // dry run into a SQLite database that does not exist yet plans against an
 // empty store in memory, and so makes no file.
 func (c *cli) withImporter(ctx context.Context, o *options, fn func(*importer) error) error {
-	if _, err := os.Stat(o.db); o.dryRun && !isPostgresURL(o.db) && errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(o.db); o.dryRun && !isPostgresDSN(o.db) && errors.Is(err, fs.ErrNotExist) {
 		auth, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte(rand.Text() + rand.Text())}})
 		if err != nil {
 			return err

@@ -84,7 +84,7 @@ type netmakerSource struct {
 func openNetmaker(ctx context.Context, from string) (*netmakerSource, error) {
 	var db *sql.DB
 	var err error
-	if isPostgresURL(from) {
+	if isPostgresDSN(from) {
 		if _, perr := url.Parse(from); perr != nil {
 			return nil, errors.New("--from: malformed postgres:// URL")
 		}
@@ -99,7 +99,7 @@ func openNetmaker(ctx context.Context, from string) (*netmakerSource, error) {
 		return nil, fmt.Errorf("opening Netmaker's database: %w", err)
 	}
 	opts := &sql.TxOptions{ReadOnly: true}
-	if isPostgresURL(from) {
+	if isPostgresDSN(from) {
 		// One snapshot for every table: a node and its host agree.
 		opts.Isolation = sql.LevelRepeatableRead
 	}
