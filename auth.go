@@ -457,6 +457,7 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 	if err != nil {
 		return UserLogin{}, err
 	}
+	markProved(ctx)
 	return out, nil
 }
 
@@ -954,6 +955,7 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 	if registered != "" && mac != "" && mac != registered {
 		a.emit(ctx, Event{Type: EventHostMACChanged, Kind: kind, Name: id})
 	}
+	markProved(ctx)
 	return tok, id, nil
 }
 
@@ -963,7 +965,8 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 // characters without spaces), else [ErrInvalidNetwork] or [ErrInvalidHost];
 // the node id is kept as given, since the application named it. ctx is
 // the request's, as for every other method: once it is done, no token is
-// minted and its error is returned.
+// minted and its error is returned. Under [Authenticator.Limit], the
+// request whose context it is given gets its attempt back.
 func (a *Authenticator) IssueNodeToken(ctx context.Context, network, nodeID string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -975,5 +978,9 @@ func (a *Authenticator) IssueNodeToken(ctx context.Context, network, nodeID stri
 		return "", err
 	}
 	tok, _, err := a.minter.mint(mintArgs{kind: kindNode, subject: nodeID, network: network, issuedAt: a.now(), ttl: a.cfg.NodeTokenTTL})
-	return tok, err
+	if err != nil {
+		return "", err
+	}
+	markProved(ctx)
+	return tok, nil
 }

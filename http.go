@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -128,63 +129,72 @@ type route struct {
 // ([Config.ClientRate], [Config.ClientBurst]) to next: one limiter, shared
 // with them, so a client's attempts count against one budget whichever
 // route they go to. Past the limit it answers 429 with Retry-After and
-// emits [EventClientThrottled]. An attempt that next answers with a 2xx
-// status, a right credential, is given back once answered: a fleet behind
-// one address is not slowed by its own logins, while each wrong guess
-// still costs one attempt (see the README's "Behind a reverse proxy").
-// It names the client address to next's request context (see
-// [WithClientAddr]), taken from the connection or a trusted proxy's
-// X-Forwarded-For ([Config.TrustedProxies]), so that the login methods
-// count attempts per client and events name it. Wrap an application's own
-// routes that check a secret, such as a node route that calls
-// [Authenticator.IssueNodeToken] after checking a node key, and answer
-// 2xx only when the secret was right.
+// emits [EventClientThrottled]. An attempt is given back once answered
+// only if the request proved a credential: if the Authenticator minted a
+// token for a login within it, through a login method,
+// [Authenticator.VerifyTOTP], [Authenticator.RedeemPreAuth],
+// [Authenticator.IssueUserToken], [Authenticator.IssueLogin] or
+// [Authenticator.IssueNodeToken], called with the request's context. So a
+// fleet behind one address is not slowed by its own logins, while each
+// wrong guess, and each answer that proves nothing however it succeeds (a
+// ceremony begun, a redirect to a provider), costs one attempt (see the
+// README's "Behind a reverse proxy"). It names the client address to
+// next's request context (see [WithClientAddr]), taken from the
+// connection or a trusted proxy's X-Forwarded-For
+// ([Config.TrustedProxies]), so that the login methods count attempts per
+// client and events name it. Wrap an application's own routes that check
+// a secret, such as a node route that calls [Authenticator.IssueNodeToken]
+// after checking a node key, and those that write anything for a caller
+// who has proved nothing yet.
 func (a *Authenticator) Limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := a.now()
 		addr := a.clients.clientOf(r, now)
-		r = r.WithContext(WithClientAddr(r.Context(), addr))
+		ctx := WithClientAddr(r.Context(), addr)
 		b, d := a.clients.take(addr, now)
 		if d > 0 {
-			a.emit(r.Context(), Event{Type: EventClientThrottled})
-			a.WriteError(w, r, &RetryError{Reason: ErrThrottled, RetryAfter: d})
+			a.emit(ctx, Event{Type: EventClientThrottled})
+			a.WriteError(w, r.WithContext(ctx), &RetryError{Reason: ErrThrottled, RetryAfter: d})
 			return
 		}
 		if b == nil {
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(ctx))
 			return
 		}
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		if sw.status >= 200 && sw.status < 300 {
+		lc := &limitedCtx{Context: ctx}
+		next.ServeHTTP(w, r.WithContext(lc))
+		if lc.proved.Load() {
 			a.clients.giveBack(b, a.now())
 		}
 	})
 }
 
-// statusWriter notes the status of the answer written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
+// limitedCtx is the context [Authenticator.Limit] gives a request whose
+// attempt it counted; proved is set once the request proved a credential
+// (see markProved).
+type limitedCtx struct {
+	context.Context
+	proved atomic.Bool
 }
 
-func (w *statusWriter) WriteHeader(status int) {
-	// An informational answer (1xx) comes before the real one.
-	if w.status == 0 && status >= 200 {
-		w.status = status
+// provedKey finds a request's limitedCtx.
+type provedKey struct{}
+
+func (c *limitedCtx) Value(key any) any {
+	if key == (provedKey{}) {
+		return c
 	}
-	w.ResponseWriter.WriteHeader(status)
+	return c.Context.Value(key)
 }
 
-func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
+// markProved notes that the request of ctx proved a credential, if
+// [Authenticator.Limit] counted its attempt. Each method that mints a
+// token for a login calls it once the token is minted; nothing else does.
+func markProved(ctx context.Context) {
+	if lc, ok := ctx.Value(provedKey{}).(*limitedCtx); ok {
+		lc.proved.Store(true)
 	}
-	return w.ResponseWriter.Write(p)
 }
-
-// Unwrap lets [http.ResponseController] reach the connection's writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Middleware lets a request through only with a valid bearer credential
 // (see [Authenticator.CheckBearer]) and puts its [Principal] in the

@@ -117,6 +117,7 @@ func (a *Authenticator) IssueUserToken(ctx context.Context, username string, sec
 		return UserLogin{}, err
 	}
 	a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: KindUser, Name: name})
+	markProved(ctx)
 	return UserLogin{UserName: name, AuthToken: tok}, nil
 }
 
@@ -160,8 +161,11 @@ func (a *Authenticator) IssueLogin(ctx context.Context, username string) (UserLo
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidCredentials):
 		a.emit(ctx, Event{Type: EventLoginFailed, Kind: KindUser, Name: name})
 		return UserLogin{}, ErrInvalidCredentials
+	case err != nil:
+		return UserLogin{}, err
 	}
-	return out, err
+	markProved(ctx)
+	return out, nil
 }
 
 // LookupUser returns what [Authenticator.ListUsers] tells of the user

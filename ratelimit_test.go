@@ -1,10 +1,12 @@
 package nmauth_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -119,7 +121,11 @@ func TestClientLimitGivesBackNoGuesses(t *testing.T) {
 		evaluated := 0
 		check := f.auth.Limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Authorization") == "Bearer right" {
-				f.auth.WriteResponse(w, r, http.StatusOK, "ok", nil)
+				tok, err := f.auth.IssueNodeToken(r.Context(), "home", "node-1")
+				if err != nil {
+					t.Error(err)
+				}
+				f.auth.WriteResponse(w, r, http.StatusOK, "ok", tok)
 				return
 			}
 			evaluated++
@@ -145,6 +151,62 @@ func TestClientLimitGivesBackNoGuesses(t *testing.T) {
 			t.Errorf("with the right key between guesses %v: %d guesses evaluated in %d s, want about %d",
 				withRight, evaluated, seconds, burst+seconds)
 		}
+	}
+}
+
+// TestClientLimitKeepsUnprovedSuccesses checks that only a request that
+// proved a credential gets its attempt back: a route that answers 200
+// without a login (a ceremony begun, a challenge written) is limited like
+// wrong guesses, while one whose handler mints a node token for the
+// request, an application's node login, is not.
+func TestClientLimitKeepsUnprovedSuccesses(t *testing.T) {
+	f := newFixture(t, func(c *nmauth.Config) { c.ClientRate, c.ClientBurst = 1, 5 })
+	begin := f.auth.Limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.auth.WriteResponse(w, r, http.StatusOK, "challenge written", nil)
+	}))
+	nodeLogin := f.auth.Limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The token is minted with another context than the request's:
+		// that proves nothing for this request.
+		ctx := r.Context()
+		if r.Header.Get("Authorization") == "" {
+			ctx = context.Background()
+		}
+		tok, err := f.auth.IssueNodeToken(ctx, "home", "node-1")
+		if err != nil {
+			t.Error(err)
+		}
+		f.auth.WriteResponse(w, r, http.StatusOK, "node logged in", tok)
+	}))
+	send := func(h http.Handler, remote string, proved bool) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/x", nil)
+		req.RemoteAddr = remote
+		if proved {
+			req.Header.Set("Authorization", "Bearer node-key")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	codes := func(h http.Handler, remote string, proved bool) []int {
+		var out []int
+		for range 8 {
+			out = append(out, send(h, remote, proved).Code)
+		}
+		return out
+	}
+	want := []int{200, 200, 200, 200, 200, 429, 429, 429}
+	if got := codes(begin, "192.0.2.1:1000", false); !slices.Equal(got, want) {
+		t.Errorf("a route that proves nothing: %v, want %v", got, want)
+	}
+	if got := codes(nodeLogin, "192.0.2.2:1000", false); !slices.Equal(got, want) {
+		t.Errorf("a token minted outside the request: %v, want %v", got, want)
+	}
+	if got := codes(nodeLogin, "192.0.2.3:1000", true); slices.Contains(got, 429) {
+		t.Errorf("node logins that minted their token: %v, want no 429", got)
+	}
+	rec := send(begin, "192.0.2.1:1001", false)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" {
+		t.Errorf("past the burst: %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
 	}
 }
 

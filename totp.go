@@ -376,6 +376,7 @@ func (a *Authenticator) redeemPreAuth(ctx context.Context, name string, check fu
 	if r.failed != nil {
 		return UserLogin{}, r, r.failed
 	}
+	markProved(ctx)
 	return UserLogin{UserName: name, AuthToken: tok}, r, nil
 }
 
