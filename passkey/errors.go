@@ -3,6 +3,7 @@ package passkey
 import (
 	"errors"
 	"net/http"
+	"time"
 )
 
 // Sentinel errors of a [Manager]. Check them with [errors.Is]; the handler
@@ -44,7 +45,16 @@ var (
 	// made without one: adding a passkey to an account that has a second
 	// factor, or removing the last one.
 	ErrPresence = errors.New("passkey: a recent second-factor login is needed")
+	// ErrChallengesFull is a ceremony begun while the Store holds
+	// [Config.MaxChallenges] live challenges of its flow already: 503 with
+	// Retry-After, until some are finished or expire.
+	ErrChallengesFull = errors.New("passkey: too many ceremonies under way")
 )
+
+// fullRetryAfter is the Retry-After of [ErrChallengesFull]: a challenge
+// leaves when its ceremony ends, mostly within seconds, or when it
+// expires.
+const fullRetryAfter = 10 * time.Second
 
 // errorStatus maps this package's errors to a status and the only text a
 // client sees; ok is false for any other error.
@@ -72,6 +82,8 @@ func errorStatus(err error) (status int, message string, ok bool) {
 		return http.StatusNotFound, "passwordless login is off", true
 	case errors.Is(err, ErrPresence):
 		return http.StatusForbidden, "log in again with your second factor first", true
+	case errors.Is(err, ErrChallengesFull):
+		return http.StatusServiceUnavailable, "too many passkey logins under way, try again later", true
 	}
 	return 0, "", false
 }

@@ -25,8 +25,8 @@ type guardedStore struct {
 	now     func() time.Time
 
 	mu      sync.Mutex
-	logged  time.Time // when the last failure was logged
-	dropped int       // failures not logged since
+	logged  time.Time // when the last line was logged
+	dropped int       // lines not logged since
 }
 
 // call runs op under the deadline; keep reports errors that are not the
@@ -42,13 +42,14 @@ func (s *guardedStore) call(ctx context.Context, what string, op func(context.Co
 		s.log.Error("stored passkeys unusable", "op", what, "err", err)
 		return err
 	}
-	s.failed(what, err)
+	s.logLimited(slog.LevelError, "passkey store unavailable", "op", what, "err", err)
 	return fmt.Errorf("%w: passkey store: %s: %w", nmauth.ErrStoreUnavailable, what, err)
 }
 
-// failed logs a Store failure, at most one line a second, with the number
-// of failures not logged since the last line.
-func (s *guardedStore) failed(what string, err error) {
+// logLimited logs a Store failure or a flow without room for challenges,
+// at most one line a second of either, with the number of lines not
+// logged since the last one.
+func (s *guardedStore) logLimited(level slog.Level, msg string, args ...any) {
 	s.mu.Lock()
 	now := s.now()
 	if !s.logged.IsZero() && now.Sub(s.logged) < time.Second && !now.Before(s.logged) {
@@ -59,7 +60,7 @@ func (s *guardedStore) failed(what string, err error) {
 	dropped := s.dropped
 	s.logged, s.dropped = now, 0
 	s.mu.Unlock()
-	s.log.Error("passkey store unavailable", "op", what, "err", err, "not_logged_since_last", dropped)
+	s.log.Log(context.Background(), level, msg, append(args, "not_logged_since_last", dropped)...)
 }
 
 func (s *guardedStore) GetRecord(ctx context.Context, user string) (r Record, err error) {
@@ -97,8 +98,15 @@ func (s *guardedStore) DeleteRecord(ctx context.Context, user string) error {
 	return s.call(ctx, "delete record", func(ctx context.Context) error { return s.Store.DeleteRecord(ctx, user) }, nil)
 }
 
-func (s *guardedStore) PutChallenge(ctx context.Context, c Challenge, now time.Time) error {
-	return s.call(ctx, "put challenge", func(ctx context.Context) error { return s.Store.PutChallenge(ctx, c, now) }, nil)
+// PutChallenge returns [ErrChallengesFull] as it is, and logs it at the
+// rate of the Store's failures.
+func (s *guardedStore) PutChallenge(ctx context.Context, c Challenge, now time.Time, limit int) error {
+	err := s.call(ctx, "put challenge", func(ctx context.Context) error { return s.Store.PutChallenge(ctx, c, now, limit) },
+		func(err error) bool { return errors.Is(err, ErrChallengesFull) })
+	if errors.Is(err, ErrChallengesFull) {
+		s.logLimited(slog.LevelWarn, "passkey challenges full: ceremonies refused until some end or expire", "flow", string(c.Flow), "limit", limit)
+	}
+	return err
 }
 
 func (s *guardedStore) TakeChallenge(ctx context.Context, key string) (c Challenge, err error) {

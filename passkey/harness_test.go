@@ -193,6 +193,11 @@ type options struct {
 	store        passkey.Store
 	users        nmauth.Store
 	clock        *clock
+	// clientLimit keeps the Authenticator's per-client limit at its
+	// default, which the other tests turn off; maxChallenges is
+	// Config.MaxChallenges.
+	clientLimit   bool
+	maxChallenges int
 }
 
 func newHarness(t testing.TB, o options) *harness {
@@ -212,6 +217,10 @@ func newHarness(t testing.TB, o options) *harness {
 	}
 	h := &harness{t: t, clock: o.clock, users: o.users, store: o.store, events: &eventLog{}, wire: o.wire}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rate := -1.0 // tests make many attempts from one address
+	if o.clientLimit {
+		rate = 0
+	}
 	h.auth, err = nmauth.New(nmauth.Config{
 		Store:        o.users,
 		Secrets:      [][]byte{bytes.Repeat([]byte{7}, 32)},
@@ -221,21 +230,22 @@ func newHarness(t testing.TB, o options) *harness {
 		OnEvent:      h.events.add,
 		Now:          o.clock.Now,
 		Logger:       quiet,
-		ClientRate:   -1, // tests make many attempts from one address
+		ClientRate:   rate,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.pk, err = passkey.New(passkey.Config{
-		Auth:         h.auth,
-		Store:        o.store,
-		RPID:         testRPID,
-		RPName:       "nmauth tests",
-		Origins:      []string{testOrigin},
-		Passwordless: o.passwordless,
-		ChallengeTTL: challengeTTL,
-		Now:          o.clock.Now,
-		Logger:       quiet,
+		Auth:          h.auth,
+		Store:         o.store,
+		RPID:          testRPID,
+		RPName:        "nmauth tests",
+		Origins:       []string{testOrigin},
+		Passwordless:  o.passwordless,
+		ChallengeTTL:  challengeTTL,
+		MaxChallenges: o.maxChallenges,
+		Now:           o.clock.Now,
+		Logger:        quiet,
 	})
 	if err != nil {
 		t.Fatal(err)

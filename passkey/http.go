@@ -3,6 +3,8 @@ package passkey
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/nmauth/nmauth"
 )
@@ -25,8 +27,12 @@ import (
 // Every answer is the envelope of the Authenticator's wire profile, as
 // [nmauth.Authenticator.WriteResponse] writes it; the two finishing logins
 // answer as its user login does ([nmauth.Authenticator.WriteUserLogin]).
-// The routes that log in are under the per-client attempt limit of the
-// login routes ([nmauth.Authenticator.Limit]).
+// The routes that take no bearer or a pre-auth token are under the
+// per-client attempt limit of the login routes
+// ([nmauth.Authenticator.Limit]): a begin, which proves nothing and writes
+// a challenge, costs one attempt, and a finish that logs in gives its own
+// back. A begin whose flow has no room left ([Config.MaxChallenges])
+// answers 503 with Retry-After.
 func (m *Manager) Handler() http.Handler {
 	a := m.auth
 	bearer := func(h http.HandlerFunc) http.Handler { return a.Middleware(h) }
@@ -75,8 +81,11 @@ func (m *Manager) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		m.auth.WriteError(w, r, err)
 		return
 	}
-	if status == http.StatusUnauthorized {
+	switch status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nmauth"`)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", strconv.Itoa(int(fullRetryAfter/time.Second)))
 	}
 	m.auth.WriteResponse(w, r, status, message, nil)
 }

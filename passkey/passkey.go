@@ -63,6 +63,12 @@ type Config struct {
 	PresenceWindow time.Duration
 	// MaxPasskeys bounds the passkeys of one user. Defaults to 16.
 	MaxPasskeys int
+	// MaxChallenges bounds the live challenges of each flow (registration,
+	// second factor, passwordless login) that the Store holds, across
+	// replicas: a ceremony begun past it gets [ErrChallengesFull], 503
+	// with Retry-After. A flood of passwordless begins thus fills only its
+	// own flow's room. Defaults to 10,000.
+	MaxChallenges int
 	// StoreTimeout bounds every Store call; past it, or on a Store
 	// failure, the caller gets [nmauth.ErrStoreUnavailable] (503 with
 	// Retry-After). Defaults to 3 seconds.
@@ -87,6 +93,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPasskeys == 0 {
 		c.MaxPasskeys = 16
+	}
+	if c.MaxChallenges == 0 {
+		c.MaxChallenges = 10000
 	}
 	if c.StoreTimeout == 0 {
 		c.StoreTimeout = 3 * time.Second
@@ -139,8 +148,8 @@ func New(cfg Config) (*Manager, error) {
 			return nil, errors.New("passkey: Config durations must be positive")
 		}
 	}
-	if cfg.MaxPasskeys < 0 {
-		return nil, errors.New("passkey: Config.MaxPasskeys must be positive")
+	if cfg.MaxPasskeys < 0 || cfg.MaxChallenges < 0 {
+		return nil, errors.New("passkey: Config.MaxPasskeys and Config.MaxChallenges must be positive")
 	}
 	if err := checkRelyingParty(cfg.RPID, cfg.Origins); err != nil {
 		return nil, err
@@ -277,7 +286,8 @@ func (m *Manager) userVerification() protocol.UserVerificationRequirement {
 }
 
 // putChallenge stores the challenge of a ceremony just begun, bound to its
-// flow and user, until the challenge TTL ends.
+// flow and user, until the challenge TTL ends; [ErrChallengesFull] when
+// its flow has no room.
 func (m *Manager) putChallenge(ctx context.Context, challenge string, c Challenge) error {
 	key, ok := challengeKey(challenge)
 	if !ok {
@@ -285,7 +295,7 @@ func (m *Manager) putChallenge(ctx context.Context, challenge string, c Challeng
 	}
 	now := m.now()
 	c.Key, c.Expires = key, now.Add(m.cfg.ChallengeTTL)
-	return m.store.PutChallenge(ctx, c, now)
+	return m.store.PutChallenge(ctx, c, now, m.cfg.MaxChallenges)
 }
 
 // takeChallenge takes back, once, the challenge a browser answered, and

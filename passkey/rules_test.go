@@ -341,7 +341,9 @@ func (brokenStore) GetRecord(context.Context, string) (passkey.Record, error) {
 	return passkey.Record{}, errDown
 }
 
-func (brokenStore) PutChallenge(context.Context, passkey.Challenge, time.Time) error { return errDown }
+func (brokenStore) PutChallenge(context.Context, passkey.Challenge, time.Time, int) error {
+	return errDown
+}
 
 // TestStoreDown answers 503 with Retry-After, for the passkey routes and
 // for a password login that must ask whether the user has a passkey.

@@ -43,6 +43,10 @@ var errSchemaNewer = errors.New("passkey: sql store: database schema is newer th
 // store's migrations across processes; it spells "passkey" in ASCII.
 const schemaLockID int64 = 0x706173736b6579
 
+// challengeLockID is the PostgreSQL advisory lock key that serializes the
+// puts of challenges across processes; it spells "pkchall" in ASCII.
+const challengeLockID int64 = 0x706b6368616c6c
+
 // NewSQLStore returns a [SQLStore] over db, creating its tables or bringing
 // them up to date first, as [nmauth.NewSQLStore] does with its own: each
 // migration in its own transaction, recorded in the
@@ -90,6 +94,10 @@ var migrations = []func(blob string) []string{
 )`,
 			`CREATE INDEX nmauth_passkey_challenges_expires ON nmauth_passkey_challenges (expires)`,
 		}
+	},
+	// The challenges of a flow are counted through an index of their own.
+	func(string) []string {
+		return []string{`CREATE INDEX nmauth_passkey_challenges_flow ON nmauth_passkey_challenges (flow, expires)`}
 	},
 }
 
@@ -190,16 +198,40 @@ func (s *SQLStore) DeleteRecord(ctx context.Context, user string) error {
 }
 
 // PutChallenge implements [Store]: in one transaction it drops the
-// challenges that expired before now, found through their index, and
-// stores c.
-func (s *SQLStore) PutChallenge(ctx context.Context, c Challenge, now time.Time) error {
+// challenges that expired before now, found through their index, counts
+// those of c's flow through another, and stores c if there is room. The
+// transaction holds SQLite's write lock from its start; on PostgreSQL it
+// takes an advisory lock first, so that puts on several replicas count
+// and insert one after the other. A flow whose live challenges fill its
+// room already is refused before, by one read that takes no lock, so
+// that a flood of refused puts does not queue for it.
+func (s *SQLStore) PutChallenge(ctx context.Context, c Challenge, now time.Time, limit int) error {
 	expires, err := encodeTime(c.Expires)
 	if err != nil {
 		return err
 	}
+	var live int
+	if err := s.db.QueryRowContext(ctx, s.rebind(countLive), string(c.Flow), now.UnixNano(), limit).Scan(&live); err != nil {
+		return wrapSQL("count challenges", err)
+	}
+	if live >= limit {
+		return ErrChallengesFull
+	}
 	return s.inTx(ctx, "put challenge", func(tx *sql.Tx) error {
+		if s.dialect == nmauth.DialectPostgres {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", challengeLockID); err != nil {
+				return wrapSQL("put challenge: lock", err)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM nmauth_passkey_challenges WHERE expires <= ?`), now.UnixNano()); err != nil {
 			return wrapSQL("drop expired challenges", err)
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, s.rebind(countLive), string(c.Flow), now.UnixNano(), limit).Scan(&n); err != nil {
+			return wrapSQL("count challenges", err)
+		}
+		if n >= limit {
+			return ErrChallengesFull
 		}
 		res, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO nmauth_passkey_challenges (challenge_key, flow, username, handle, name, expires)
 VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`), c.Key, string(c.Flow), c.User, c.Handle, c.Name, expires)
@@ -212,6 +244,10 @@ VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`), c.Key, string(c.Flow), c.Use
 		return nil
 	})
 }
+
+// countLive counts the live challenges of a flow, up to a limit, through
+// their index on (flow, expires).
+const countLive = `SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_passkey_challenges WHERE flow = ? AND expires > ? LIMIT ?) AS live`
 
 // TakeChallenge implements [Store] with one DELETE ... RETURNING.
 func (s *SQLStore) TakeChallenge(ctx context.Context, key string) (Challenge, error) {

@@ -2,6 +2,7 @@ package passkey
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"slices"
 	"sync"
@@ -113,8 +114,12 @@ type Challenge struct {
 //
 // TakeChallenge removes a challenge and returns it in one atomic step, so
 // that of any number of concurrent takes of one challenge, on any replica,
-// exactly one gets it. PutChallenge may drop challenges that expired
-// before now, so that abandoned ceremonies do not pile up.
+// exactly one gets it. PutChallenge drops the challenges that expired
+// before now, finding them without reading the live ones, so that
+// abandoned ceremonies do not pile up; then it stores c unless limit
+// challenges of c's flow are stored already, which is [ErrChallengesFull]
+// and stores nothing. Its count and its insert are one atomic step across
+// replicas, so the challenges of a flow never number more than limit.
 //
 // Stores return copies: mutating a returned record never changes the Store.
 type Store interface {
@@ -127,7 +132,7 @@ type Store interface {
 	UpdateRecord(ctx context.Context, user string, fn func(*Record) error) error
 	DeleteRecord(ctx context.Context, user string) error
 
-	PutChallenge(ctx context.Context, c Challenge, now time.Time) error
+	PutChallenge(ctx context.Context, c Challenge, now time.Time, limit int) error
 	TakeChallenge(ctx context.Context, key string) (Challenge, error)
 }
 
@@ -137,6 +142,13 @@ type MemoryStore struct {
 	mu         sync.Mutex
 	records    map[string]Record
 	challenges map[string]Challenge
+	// expiries holds the challenges by expiry, soonest first, so that a
+	// put drops the expired ones without a scan. An entry whose challenge
+	// was taken stays until it comes up, or until they outnumber the
+	// challenges twice over and the heap is built again.
+	expiries expiryHeap
+	// flows counts the stored challenges of each flow.
+	flows map[Flow]int
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -225,26 +237,65 @@ func (s *MemoryStore) DeleteRecord(ctx context.Context, user string) error {
 }
 
 // PutChallenge implements [Store].
-func (s *MemoryStore) PutChallenge(ctx context.Context, c Challenge, now time.Time) error {
+func (s *MemoryStore) PutChallenge(ctx context.Context, c Challenge, now time.Time, limit int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.challenges == nil {
-		s.challenges = map[string]Challenge{}
+		s.challenges, s.flows = map[string]Challenge{}, map[Flow]int{}
 	}
-	for k, old := range s.challenges {
-		if !now.Before(old.Expires) {
-			delete(s.challenges, k)
+	for len(s.expiries) > 0 && !now.Before(s.expiries[0].expires) {
+		e := heap.Pop(&s.expiries).(expiry)
+		if old, ok := s.challenges[e.key]; ok && old.Expires.Equal(e.expires) {
+			s.remove(e.key)
 		}
 	}
 	if _, ok := s.challenges[c.Key]; ok {
 		return nmauth.ErrExists
 	}
+	if s.flows[c.Flow] >= limit {
+		return ErrChallengesFull
+	}
 	c.Handle = slices.Clone(c.Handle)
 	s.challenges[c.Key] = c
+	s.flows[c.Flow]++
+	heap.Push(&s.expiries, expiry{c.Expires, c.Key})
+	if len(s.expiries) > 2*len(s.challenges)+64 {
+		s.expiries = s.expiries[:0]
+		for k, c := range s.challenges {
+			s.expiries = append(s.expiries, expiry{c.Expires, k})
+		}
+		heap.Init(&s.expiries)
+	}
 	return nil
+}
+
+// remove deletes the stored challenge of key.
+func (s *MemoryStore) remove(key string) {
+	s.flows[s.challenges[key].Flow]--
+	delete(s.challenges, key)
+}
+
+// expiry is when the challenge of key expires.
+type expiry struct {
+	expires time.Time
+	key     string
+}
+
+// expiryHeap is a min-heap of expiries for container/heap.
+type expiryHeap []expiry
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].expires.Before(h[j].expires) }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiry)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
 
 // TakeChallenge implements [Store].
@@ -258,7 +309,7 @@ func (s *MemoryStore) TakeChallenge(ctx context.Context, key string) (Challenge,
 	if !ok {
 		return Challenge{}, nmauth.ErrNotFound
 	}
-	delete(s.challenges, key)
+	s.remove(key)
 	return c, nil
 }
 

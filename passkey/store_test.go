@@ -27,6 +27,7 @@ func TestStoreContract(t *testing.T) {
 			{"atomic updates", testAtomicUpdates},
 			{"challenges", testChallenges},
 			{"one take of a challenge", testConcurrentTakes},
+			{"room for challenges", testChallengeLimit},
 			{"cancellation", testCancellation},
 		} {
 			t.Run(c.name, func(t *testing.T) {
@@ -161,10 +162,10 @@ func testAtomicUpdates(t *testing.T, s passkey.Store) {
 func testChallenges(t *testing.T, s passkey.Store) {
 	ctx := context.Background()
 	c := passkey.Challenge{Key: "k1", Flow: passkey.FlowRegister, User: "alice", Handle: []byte{1, 2}, Name: "laptop", Expires: t0.Add(time.Minute)}
-	if err := s.PutChallenge(ctx, c, t0); err != nil {
+	if err := s.PutChallenge(ctx, c, t0, 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutChallenge(ctx, c, t0); !errors.Is(err, nmauth.ErrExists) {
+	if err := s.PutChallenge(ctx, c, t0, 100); !errors.Is(err, nmauth.ErrExists) {
 		t.Errorf("a challenge put twice: %v, want ErrExists", err)
 	}
 	got, err := s.TakeChallenge(ctx, "k1")
@@ -178,11 +179,11 @@ func testChallenges(t *testing.T, s passkey.Store) {
 	old := passkey.Challenge{Key: "old", Flow: passkey.FlowPasswordless, Expires: t0.Add(time.Minute)}
 	live := passkey.Challenge{Key: "live", Flow: passkey.FlowPasswordless, Expires: t0.Add(time.Hour)}
 	for _, c := range []passkey.Challenge{old, live} {
-		if err := s.PutChallenge(ctx, c, t0); err != nil {
+		if err := s.PutChallenge(ctx, c, t0, 100); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.PutChallenge(ctx, passkey.Challenge{Key: "new", Flow: passkey.FlowSecondFactor, User: "bob", Expires: t0.Add(2 * time.Hour)}, t0.Add(2*time.Minute)); err != nil {
+	if err := s.PutChallenge(ctx, passkey.Challenge{Key: "new", Flow: passkey.FlowSecondFactor, User: "bob", Expires: t0.Add(2 * time.Hour)}, t0.Add(2*time.Minute), 100); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.TakeChallenge(ctx, "old"); !errors.Is(err, nmauth.ErrNotFound) {
@@ -193,11 +194,48 @@ func testChallenges(t *testing.T, s passkey.Store) {
 	}
 }
 
+// testChallengeLimit fills a flow's room: the put past it is
+// ErrChallengesFull and stores nothing, other flows keep their own room,
+// and a challenge taken or expired makes room again.
+func testChallengeLimit(t *testing.T, s passkey.Store) {
+	ctx := context.Background()
+	put := func(key string, flow passkey.Flow, now time.Time) error {
+		return s.PutChallenge(ctx, passkey.Challenge{Key: key, Flow: flow, Expires: now.Add(time.Minute)}, now, 3)
+	}
+	for i := range 3 {
+		if err := put(fmt.Sprint("p", i), passkey.FlowPasswordless, t0.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := put("p3", passkey.FlowPasswordless, t0.Add(3*time.Second)); !errors.Is(err, passkey.ErrChallengesFull) {
+		t.Fatalf("a put past the room of its flow: %v, want ErrChallengesFull", err)
+	}
+	if _, err := s.TakeChallenge(ctx, "p3"); !errors.Is(err, nmauth.ErrNotFound) {
+		t.Errorf("a refused put stored its challenge: %v", err)
+	}
+	if err := put("r0", passkey.FlowRegister, t0.Add(3*time.Second)); err != nil {
+		t.Errorf("another flow with room: %v", err)
+	}
+	if _, err := s.TakeChallenge(ctx, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("p4", passkey.FlowPasswordless, t0.Add(4*time.Second)); err != nil {
+		t.Errorf("a put after a take made room: %v", err)
+	}
+	if err := put("p5", passkey.FlowPasswordless, t0.Add(5*time.Second)); !errors.Is(err, passkey.ErrChallengesFull) {
+		t.Errorf("full again: %v, want ErrChallengesFull", err)
+	}
+	// p0 expires at t0+1m: the put after it finds room.
+	if err := put("p6", passkey.FlowPasswordless, t0.Add(time.Minute)); err != nil {
+		t.Errorf("a put after a challenge expired: %v", err)
+	}
+}
+
 // testConcurrentTakes takes one challenge from 20 goroutines: exactly one
 // gets it.
 func testConcurrentTakes(t *testing.T, s passkey.Store) {
 	ctx := context.Background()
-	if err := s.PutChallenge(ctx, passkey.Challenge{Key: "k", Flow: passkey.FlowPasswordless, Expires: t0.Add(time.Hour)}, t0); err != nil {
+	if err := s.PutChallenge(ctx, passkey.Challenge{Key: "k", Flow: passkey.FlowPasswordless, Expires: t0.Add(time.Hour)}, t0, 100); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -265,4 +303,43 @@ func TestSQLStoreSchema(t *testing.T) {
 	if _, err := passkey.NewSQLStore(ctx, db, "oracle"); err == nil {
 		t.Error("an unknown dialect was accepted")
 	}
+}
+
+// TestChallengeLimitAcrossReplicas puts 40 challenges of one flow at once
+// through two Stores over one database, as two replicas do, under a room
+// of 5: exactly 5 are stored.
+func TestChallengeLimitAcrossReplicas(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		first, again := b.fresh(t)
+		replicas := []passkey.Store{first(t), again(t)}
+		var wg sync.WaitGroup
+		errs := make(chan error, 40)
+		for i := range 40 {
+			wg.Go(func() {
+				c := passkey.Challenge{Key: fmt.Sprint("k", i), Flow: passkey.FlowPasswordless, Expires: t0.Add(time.Minute)}
+				errs <- replicas[i%2].PutChallenge(ctx, c, t0, 5)
+			})
+		}
+		wg.Wait()
+		close(errs)
+		stored := 0
+		for err := range errs {
+			switch {
+			case err == nil:
+				stored++
+			case !errors.Is(err, passkey.ErrChallengesFull):
+				t.Errorf("PutChallenge: %v", err)
+			}
+		}
+		taken := 0
+		for i := range 40 {
+			if _, err := replicas[0].TakeChallenge(ctx, fmt.Sprint("k", i)); err == nil {
+				taken++
+			}
+		}
+		if stored != 5 || taken != 5 {
+			t.Errorf("%d puts succeeded and %d challenges were stored, want 5 and 5", stored, taken)
+		}
+	})
 }
