@@ -91,12 +91,12 @@ func TestPasswordlessBeginLimited(t *testing.T) {
 
 // TestChallengesBoundedUnderFlood sends 10,000 passwordless begins from
 // 1,000 addresses, in two halves with the challenges' lifetime between
-// them, through a Manager whose room is 300 challenges a flow: the table
-// never holds more than 300, each half gets 300 challenges and the rest
+// them, through a Manager whose room is 100 challenges a flow: the table
+// never holds more than 100, each half gets 100 challenges and the rest
 // 503 with Retry-After, expired challenges leave, and the other flows
 // keep their room.
 func TestChallengesBoundedUnderFlood(t *testing.T) {
-	const room, addresses, perAddress = 300, 1000, 5
+	const room, addresses, perAddress = 100, 1000, 5
 	for _, b := range []struct {
 		name string
 		open func(t *testing.T) (passkey.Store, *sql.DB)

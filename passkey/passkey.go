@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
@@ -135,7 +136,15 @@ type Manager struct {
 	auth  *nmauth.Authenticator
 	store *guardedStore
 	web   *webauthn.WebAuthn
+	// full holds, for each flow the Store last found without room, until
+	// when (Unix nanoseconds) its ceremonies are refused without asking
+	// the Store again, so that a flood of begins costs the Store nothing.
+	full map[Flow]*atomic.Int64
 }
+
+// fullMemory is how long a flow found without room is refused without
+// asking the Store.
+const fullMemory = time.Second
 
 // New validates cfg, fills its defaults and returns a Manager.
 func New(cfg Config) (*Manager, error) {
@@ -180,6 +189,7 @@ func newManager(cfg Config, web *webauthn.WebAuthn) *Manager {
 		auth:  cfg.Auth,
 		store: &guardedStore{Store: cfg.Store, timeout: cfg.StoreTimeout, log: cfg.Logger, now: cfg.Now},
 		web:   web,
+		full:  map[Flow]*atomic.Int64{FlowRegister: {}, FlowSecondFactor: {}, FlowPasswordless: {}},
 	}
 }
 
@@ -287,15 +297,23 @@ func (m *Manager) userVerification() protocol.UserVerificationRequirement {
 
 // putChallenge stores the challenge of a ceremony just begun, bound to its
 // flow and user, until the challenge TTL ends; [ErrChallengesFull] when
-// its flow has no room.
+// its flow has no room, or had none within the last fullMemory.
 func (m *Manager) putChallenge(ctx context.Context, challenge string, c Challenge) error {
 	key, ok := challengeKey(challenge)
 	if !ok {
 		return fmt.Errorf("passkey: the library made a malformed challenge %q", challenge)
 	}
 	now := m.now()
+	full := m.full[c.Flow]
+	if now.UnixNano() < full.Load() {
+		return ErrChallengesFull
+	}
 	c.Key, c.Expires = key, now.Add(m.cfg.ChallengeTTL)
-	return m.store.PutChallenge(ctx, c, now, m.cfg.MaxChallenges)
+	err := m.store.PutChallenge(ctx, c, now, m.cfg.MaxChallenges)
+	if errors.Is(err, ErrChallengesFull) {
+		full.Store(now.Add(fullMemory).UnixNano())
+	}
+	return err
 }
 
 // takeChallenge takes back, once, the challenge a browser answered, and
