@@ -52,6 +52,13 @@ func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.headless.Add(-1)
+	// The login begins before the upgrade, so that a refusal is an answer
+	// in the envelope, with Retry-After.
+	state, authURL, err := s.begin(r.Context(), op, "", true)
+	if err != nil {
+		s.refuseBegin(w, r, err)
+		return
+	}
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
@@ -63,11 +70,6 @@ func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
 	ctx := conn.CloseRead(r.Context())
 	expired := time.NewTimer(s.cfg.PendingTTL)
 	defer expired.Stop()
-	state, authURL, err := s.begin(ctx, op, "", true)
-	if err != nil {
-		conn.Close(websocket.StatusTryAgainLater, "the server cannot start a login now")
-		return
-	}
 	first := authURL + "\n and confirm there the code " + userCode(state)
 	if err := conn.Write(ctx, websocket.MessageText, []byte(first)); err != nil {
 		return

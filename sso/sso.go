@@ -93,6 +93,10 @@ type Config struct {
 	// wait at once on this replica; default 64.
 	PendingTTL  time.Duration
 	MaxHeadless int
+	// MaxPending bounds the logins, browser and headless, begun and not
+	// back from the provider yet, across replicas: a login begun past it
+	// gets 503 with Retry-After; default 10,000.
+	MaxPending int
 	// HTTPClient reaches the provider; default http.DefaultClient.
 	HTTPClient *http.Client
 	// Logger receives, after Open, one line each time the provider's
@@ -119,6 +123,10 @@ type SSO struct {
 	cfg      Config
 	headless atomic.Int64
 	secure   bool // the redirect URL is https: the binding cookie is Secure
+	// fullUntil is until when (Unix nanoseconds) logins are refused
+	// without asking the Store, which last found no room: a flood of
+	// begins then costs the Store nothing.
+	fullUntil atomic.Int64
 	// provider is nil until the discovery document has been read.
 	provider atomic.Pointer[provider]
 	// retryAt is when the next discovery runs, in Unix nanoseconds, for
@@ -132,6 +140,10 @@ type provider struct {
 	oidc     *oidc.Provider
 	verifier *oidc.IDTokenVerifier
 }
+
+// fullMemory is how long logins are refused without asking the Store
+// once it found no room.
+const fullMemory = time.Second
 
 // The errors of a callback: each a 4xx, and no token.
 var (
@@ -217,6 +229,9 @@ func newSSO(cfg Config) (*SSO, error) {
 	if cfg.MaxHeadless == 0 {
 		cfg.MaxHeadless = 64
 	}
+	if cfg.MaxPending == 0 {
+		cfg.MaxPending = 10000
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -301,13 +316,18 @@ func (s *SSO) ready(w http.ResponseWriter, r *http.Request) *provider {
 	return nil
 }
 
-// Handler serves the routes; mount it at /api/oauth/.
+// Handler serves the routes; mount it at /api/oauth/. They need no
+// credential, so each is under the per-client attempt limit of the login
+// routes ([nmauth.Authenticator.Limit]): a login begun costs one attempt,
+// since it writes a pending login and proves nothing, and the attempt
+// that issues the login's token is given back.
 func (s *SSO) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/oauth/login", s.serveLogin)
-	mux.HandleFunc("GET /api/oauth/callback", s.serveCallback)
-	mux.HandleFunc("GET /api/oauth/headless", s.serveHeadless)
-	mux.HandleFunc("POST /api/oauth/confirm", s.serveConfirm)
+	limit := s.cfg.Auth.Limit
+	mux.Handle("GET /api/oauth/login", limit(http.HandlerFunc(s.serveLogin)))
+	mux.Handle("GET /api/oauth/callback", limit(http.HandlerFunc(s.serveCallback)))
+	mux.Handle("GET /api/oauth/headless", limit(http.HandlerFunc(s.serveHeadless)))
+	mux.Handle("POST /api/oauth/confirm", limit(http.HandlerFunc(s.serveConfirm)))
 	return mux
 }
 
@@ -325,16 +345,41 @@ func (s *SSO) Link(ctx context.Context, issuer, subject, username string) error 
 // the browser that started it.
 const bindingCookie = "nmauth_sso"
 
-// begin makes a pending login and returns the provider's URL for it.
+// begin makes a pending login and returns the provider's URL for it;
+// [ErrPendingFull] when the Store has no room, or had none within the
+// last fullMemory.
 func (s *SSO) begin(ctx context.Context, op *provider, binding string, headless bool) (state, authURL string, err error) {
 	state, nonce := randomString(), randomString()
 	verifier := oauth2.GenerateVerifier()
+	now := time.Now()
+	if now.UnixNano() < s.fullUntil.Load() {
+		return "", "", ErrPendingFull
+	}
 	p := Pending{Nonce: nonce, Verifier: verifier, Binding: digest(binding), Headless: headless,
-		Expires: time.Now().Add(s.cfg.PendingTTL)}
-	if err := s.cfg.Store.PutState(ctx, state, p); err != nil {
+		Expires: now.Add(s.cfg.PendingTTL)}
+	if err := s.cfg.Store.PutState(ctx, state, p, s.cfg.MaxPending); err != nil {
+		if errors.Is(err, ErrPendingFull) {
+			s.fullUntil.Store(now.Add(fullMemory).UnixNano())
+		}
 		return "", "", err
 	}
 	return state, op.oauth.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)), nil
+}
+
+// fullRetryAfter is the Retry-After of [ErrPendingFull]: a pending login
+// leaves when its browser comes back, mostly within a minute, or when it
+// expires.
+const fullRetryAfter = "10"
+
+// refuseBegin answers a login that could not begin: 503 with Retry-After
+// in the wire profile's envelope.
+func (s *SSO) refuseBegin(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ErrPendingFull) {
+		w.Header().Set("Retry-After", fullRetryAfter)
+		s.cfg.Auth.WriteResponse(w, r, http.StatusServiceUnavailable, "too many logins under way, try again later", nil)
+		return
+	}
+	s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
 }
 
 func (s *SSO) serveLogin(w http.ResponseWriter, r *http.Request) {
@@ -345,7 +390,7 @@ func (s *SSO) serveLogin(w http.ResponseWriter, r *http.Request) {
 	binding := randomString()
 	_, authURL, err := s.begin(r.Context(), op, binding, false)
 	if err != nil {
-		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+		s.refuseBegin(w, r, err)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: bindingCookie, Value: binding, Path: "/api/oauth/", HttpOnly: true,

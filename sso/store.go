@@ -1,6 +1,7 @@
 package sso
 
 import (
+	"container/heap"
 	"context"
 	"database/sql"
 	"errors"
@@ -24,12 +25,19 @@ type Pending struct {
 // logins, each taken once; the results of headless logins, for the
 // replica that holds the websocket; and the links of identities to users.
 //
+// PutState drops the states and results that have expired, finding them
+// without reading the live ones, then stores p unless limit live states
+// are stored already: that is [ErrPendingFull], and stores nothing. Its
+// count and its insert are one atomic step across replicas, so that the
+// states never number more than limit. Results are bounded with them: a
+// result is put only for a state taken.
+//
 // TakeState and TakeResult remove what they return, so that two replicas
 // never both take it, and return [nmauth.ErrNotFound] for a key that is
 // missing or expired at now. Link returns [nmauth.ErrNotFound] for an
 // identity linked to no user.
 type Store interface {
-	PutState(ctx context.Context, state string, p Pending) error
+	PutState(ctx context.Context, state string, p Pending, limit int) error
 	TakeState(ctx context.Context, state string, now time.Time) (Pending, error)
 	PutResult(ctx context.Context, state, result string, expires time.Time) error
 	TakeResult(ctx context.Context, state string, now time.Time) (string, error)
@@ -37,12 +45,42 @@ type Store interface {
 	AddLink(ctx context.Context, issuer, subject, username string) error
 }
 
+// ErrPendingFull is a login begun while the Store holds
+// [Config.MaxPending] pending logins already: 503 with Retry-After.
+var ErrPendingFull = errors.New("sso: too many logins pending")
+
 // MemoryStore is a [Store] in memory, for one process.
 type MemoryStore struct {
 	mu      sync.Mutex
 	states  map[string]Pending
 	results map[string]result
 	links   map[[2]string]string
+	// expiries holds the states and results by expiry, soonest first, so
+	// that a put drops the expired ones without a scan. An entry of one
+	// taken stays until it comes up, or until they outnumber the states
+	// and results twice over and the heap is built again.
+	expiries expiryHeap
+}
+
+// expiry is when the state or the result of key expires.
+type expiry struct {
+	expires time.Time
+	key     string
+	result  bool
+}
+
+// expiryHeap is a min-heap of expiries for container/heap.
+type expiryHeap []expiry
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].expires.Before(h[j].expires) }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiry)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
 
 type result struct {
@@ -55,18 +93,47 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{states: map[string]Pending{}, results: map[string]result{}, links: map[[2]string]string{}}
 }
 
-// PutState implements [Store]; expired states go first.
-func (m *MemoryStore) PutState(_ context.Context, state string, p Pending) error {
+// PutState implements [Store].
+func (m *MemoryStore) PutState(_ context.Context, state string, p Pending, limit int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := time.Now()
-	for k, v := range m.states {
-		if !now.Before(v.Expires) {
-			delete(m.states, k)
-		}
+	m.dropExpired(time.Now())
+	if len(m.states) >= limit {
+		return ErrPendingFull
 	}
 	m.states[state] = p
+	m.expire(expiry{p.Expires, state, false})
 	return nil
+}
+
+// dropExpired drops the states and results that expired before now.
+func (m *MemoryStore) dropExpired(now time.Time) {
+	for len(m.expiries) > 0 && !now.Before(m.expiries[0].expires) {
+		e := heap.Pop(&m.expiries).(expiry)
+		if e.result {
+			if r, ok := m.results[e.key]; ok && r.expires.Equal(e.expires) {
+				delete(m.results, e.key)
+			}
+		} else if p, ok := m.states[e.key]; ok && p.Expires.Equal(e.expires) {
+			delete(m.states, e.key)
+		}
+	}
+}
+
+// expire notes when a state or result just stored expires.
+func (m *MemoryStore) expire(e expiry) {
+	heap.Push(&m.expiries, e)
+	if len(m.expiries) <= 2*(len(m.states)+len(m.results))+64 {
+		return
+	}
+	m.expiries = m.expiries[:0]
+	for k, p := range m.states {
+		m.expiries = append(m.expiries, expiry{p.Expires, k, false})
+	}
+	for k, r := range m.results {
+		m.expiries = append(m.expiries, expiry{r.expires, k, true})
+	}
+	heap.Init(&m.expiries)
 }
 
 // TakeState implements [Store].
@@ -86,6 +153,7 @@ func (m *MemoryStore) PutResult(_ context.Context, state, text string, expires t
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.results[state] = result{text, expires}
+	m.expire(expiry{expires, state, true})
 	return nil
 }
 
@@ -128,8 +196,8 @@ type SQLStore struct {
 	dialect nmauth.Dialect
 }
 
-// NewSQLStore creates the tables when they are missing and returns the
-// store.
+// NewSQLStore creates the tables and their indexes when they are missing
+// and returns the store.
 func NewSQLStore(ctx context.Context, db *sql.DB, d nmauth.Dialect) (*SQLStore, error) {
 	s := &SQLStore{db: db, dialect: d}
 	for _, stmt := range []string{
@@ -139,6 +207,10 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d nmauth.Dialect) (*SQLStore, 
 			expires BIGINT NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS nmauth_sso_links (issuer TEXT NOT NULL, subject TEXT NOT NULL,
 			username TEXT NOT NULL, PRIMARY KEY (issuer, subject))`,
+		// Expired states and results are found, and live states counted,
+		// through these; a database made before them gets them here.
+		`CREATE INDEX IF NOT EXISTS nmauth_sso_states_expires ON nmauth_sso_states (expires)`,
+		`CREATE INDEX IF NOT EXISTS nmauth_sso_results_expires ON nmauth_sso_results (expires)`,
 	} {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return nil, err
@@ -150,17 +222,53 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d nmauth.Dialect) (*SQLStore, 
 // q writes the ? placeholders of query as PostgreSQL's $n.
 func (s *SQLStore) q(query string) string { return s.dialect.Rebind(query) }
 
-// PutState implements [Store]; expired states and results go first.
-func (s *SQLStore) PutState(ctx context.Context, state string, p Pending) error {
+// pendingLockID is the PostgreSQL advisory lock key that serializes the
+// puts of states across processes; it spells "ssopend" in ASCII.
+const pendingLockID int64 = 0x73736f70656e64
+
+// countLive counts the live states, up to a limit, through their index.
+const countLive = `SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_sso_states WHERE expires > ? LIMIT ?) AS live`
+
+// PutState implements [Store] in one transaction, which holds SQLite's
+// write lock from its start, or on PostgreSQL an advisory lock, so that
+// puts on several replicas count and insert one after the other. While
+// the live states fill their room it refuses at once, by one read that
+// takes no lock, so that a flood of refused puts does not queue for it.
+func (s *SQLStore) PutState(ctx context.Context, state string, p Pending, limit int) error {
 	now := time.Now().UnixNano()
-	for _, table := range []string{"nmauth_sso_states", "nmauth_sso_results"} {
-		if _, err := s.db.ExecContext(ctx, s.q("DELETE FROM "+table+" WHERE expires <= ?"), now); err != nil {
+	var live int
+	if err := s.db.QueryRowContext(ctx, s.q(countLive), now, limit).Scan(&live); err != nil {
+		return err
+	}
+	if live >= limit {
+		return ErrPendingFull
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if s.dialect == nmauth.DialectPostgres {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", pendingLockID); err != nil {
 			return err
 		}
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO nmauth_sso_states (state, nonce, verifier, binding, headless, expires)
-		VALUES (?, ?, ?, ?, ?, ?)`), state, p.Nonce, p.Verifier, p.Binding, p.Headless, p.Expires.UnixNano())
-	return err
+	for _, table := range []string{"nmauth_sso_states", "nmauth_sso_results"} {
+		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM "+table+" WHERE expires <= ?"), now); err != nil {
+			return err
+		}
+	}
+	if err := tx.QueryRowContext(ctx, s.q(countLive), now, limit).Scan(&live); err != nil {
+		return err
+	}
+	if live >= limit {
+		return ErrPendingFull
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO nmauth_sso_states (state, nonce, verifier, binding, headless, expires)
+		VALUES (?, ?, ?, ?, ?, ?)`), state, p.Nonce, p.Verifier, p.Binding, p.Headless, p.Expires.UnixNano()); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // TakeState implements [Store] with one DELETE … RETURNING, so that of

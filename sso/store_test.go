@@ -2,58 +2,100 @@ package sso_test
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
 	"github.com/nmauth/nmauth"
 	"github.com/nmauth/nmauth/sso"
 )
 
-// stores returns every Store to test: memory, SQLite, and PostgreSQL when
-// NMAUTH_TEST_POSTGRES names a database.
-func stores(t *testing.T) map[string]sso.Store {
+// backend is a Store to test and, for a SQL store, its database and a
+// function that opens another Store over it, as another replica does.
+type backend struct {
+	store sso.Store
+	db    *sql.DB
+	again func() sso.Store
+}
+
+// stores returns every Store to test: memory, SQLite, and PostgreSQL, in a
+// schema of the test's own, when NMAUTH_TEST_POSTGRES names a database.
+func stores(t *testing.T) map[string]backend {
 	ctx := context.Background()
-	out := map[string]sso.Store{"memory": sso.NewMemoryStore()}
+	out := map[string]backend{"memory": {store: sso.NewMemoryStore()}}
+	sqlBackend := func(db *sql.DB, d nmauth.Dialect) backend {
+		open := func() sso.Store {
+			s, err := sso.NewSQLStore(ctx, db, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		return backend{store: open(), db: db, again: open}
+	}
 	db, err := sql.Open("sqlite", nmauth.SQLiteDSN(filepath.Join(t.TempDir(), "sso.db")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if out["sqlite"], err = sso.NewSQLStore(ctx, db, nmauth.DialectSQLite); err != nil {
-		t.Fatal(err)
-	}
-	if dsn := os.Getenv("NMAUTH_TEST_POSTGRES"); dsn != "" {
-		pg, err := sql.Open("pgx", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { pg.Close() })
-		for _, table := range []string{"nmauth_sso_states", "nmauth_sso_results", "nmauth_sso_links"} {
-			pg.Exec("DROP TABLE IF EXISTS " + table)
-		}
-		if out["postgres"], err = sso.NewSQLStore(ctx, pg, nmauth.DialectPostgres); err != nil {
-			t.Fatal(err)
-		}
+	out["sqlite"] = sqlBackend(db, nmauth.DialectSQLite)
+	if pg := postgresSchema(t); pg != nil {
+		out["postgres"] = sqlBackend(pg, nmauth.DialectPostgres)
 	}
 	return out
+}
+
+// postgresSchema opens the server NMAUTH_TEST_POSTGRES names in a schema
+// of the test's own, dropped when the test ends; nil without the
+// variable.
+func postgresSchema(t *testing.T) *sql.DB {
+	dsn := os.Getenv("NMAUTH_TEST_POSTGRES")
+	if dsn == "" {
+		return nil
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("NMAUTH_TEST_POSTGRES: %v", err)
+	}
+	admin := stdlib.OpenDB(*cfg)
+	schema := "sso_test_" + strings.ToLower(rand.Text())
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		admin.Close()
+		t.Fatalf("creating schema: %v", err)
+	}
+	cfg.RuntimeParams["search_path"] = schema
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(10)
+	t.Cleanup(func() {
+		db.Close()
+		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	return db
 }
 
 // TestStores: a state is taken once, and not once expired; a result the
 // same; a link moves when made again.
 func TestStores(t *testing.T) {
 	ctx := context.Background()
-	for name, s := range stores(t) {
+	for name, b := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			now := time.Now()
+			s, now := b.store, time.Now()
 			p := sso.Pending{Nonce: "n", Verifier: "v", Binding: "b", Expires: now.Add(time.Minute)}
-			if err := s.PutState(ctx, "s1", p); err != nil {
+			if err := s.PutState(ctx, "s1", p, 100); err != nil {
 				t.Fatal(err)
 			}
 			got, err := s.TakeState(ctx, "s1", now)
@@ -63,7 +105,7 @@ func TestStores(t *testing.T) {
 			if _, err := s.TakeState(ctx, "s1", now); !errors.Is(err, nmauth.ErrNotFound) {
 				t.Fatalf("a state taken twice: %v", err)
 			}
-			s.PutState(ctx, "s2", sso.Pending{Headless: true, Expires: now.Add(time.Second)})
+			s.PutState(ctx, "s2", sso.Pending{Headless: true, Expires: now.Add(time.Second)}, 100)
 			if _, err := s.TakeState(ctx, "s2", now.Add(2*time.Second)); !errors.Is(err, nmauth.ErrNotFound) {
 				t.Fatalf("an expired state: %v", err)
 			}
@@ -87,4 +129,76 @@ func TestStores(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStoresBounded fills the room of pending logins: the put past it is
+// ErrPendingFull and stores nothing, a state taken or expired makes room,
+// and 40 puts at once through two Stores over one database, as two
+// replicas make them, store exactly the room.
+func TestStoresBounded(t *testing.T) {
+	ctx := context.Background()
+	for name, b := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			s, now := b.store, time.Now()
+			put := func(state string, expires time.Time) error {
+				return s.PutState(ctx, state, sso.Pending{Nonce: "n", Expires: expires}, 3)
+			}
+			for _, state := range []string{"s1", "s2"} {
+				if err := put(state, now.Add(time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := put("old", now.Add(-time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if err := put("s3", now.Add(time.Minute)); err != nil {
+				t.Fatalf("a put beside an expired state: %v", err)
+			}
+			if err := put("s4", now.Add(time.Minute)); !errors.Is(err, sso.ErrPendingFull) {
+				t.Fatalf("a put past the room: %v, want ErrPendingFull", err)
+			}
+			if _, err := s.TakeState(ctx, "s4", now); !errors.Is(err, nmauth.ErrNotFound) {
+				t.Errorf("a refused put stored its state: %v", err)
+			}
+			if _, err := s.TakeState(ctx, "s1", now); err != nil {
+				t.Fatal(err)
+			}
+			if err := put("s5", now.Add(time.Minute)); err != nil {
+				t.Errorf("a put after a take made room: %v", err)
+			}
+
+			if b.again == nil {
+				return
+			}
+			replicas := []sso.Store{b.store, b.again()}
+			if _, err := b.db.Exec("DELETE FROM nmauth_sso_states"); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 40)
+			for i := range 40 {
+				wg.Go(func() {
+					errs <- replicas[i%2].PutState(ctx, fmt.Sprint("r", i), sso.Pending{Expires: now.Add(time.Minute)}, 5)
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil && !errors.Is(err, sso.ErrPendingFull) {
+					t.Errorf("PutState: %v", err)
+				}
+			}
+			if n := countStates(t, b.db); n != 5 {
+				t.Errorf("%d states stored by 40 puts at once under a room of 5", n)
+			}
+		})
+	}
+}
+
+func countStates(t *testing.T, db *sql.DB) int {
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM nmauth_sso_states").Scan(&n); err != nil {
+		t.Error(err)
+	}
+	return n
 }
