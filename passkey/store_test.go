@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -342,4 +343,55 @@ func TestChallengeLimitAcrossReplicas(t *testing.T) {
 			t.Errorf("%d puts succeeded and %d challenges were stored, want 5 and 5", stored, taken)
 		}
 	})
+}
+
+// TestChallengeIndexes opens a database of the first schema, as a server
+// made it before the challenges were bounded: the store adds the index of
+// each flow's challenges, and its put finds expired challenges, and counts
+// live ones, through indexes rather than by reading the table.
+func TestChallengeIndexes(t *testing.T) {
+	db, err := sql.Open("sqlite", nmauth.SQLiteDSN(filepath.Join(t.TempDir(), "passkeys.db")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{
+		`CREATE TABLE nmauth_passkey_schema_version (version BIGINT NOT NULL PRIMARY KEY)`,
+		`INSERT INTO nmauth_passkey_schema_version (version) VALUES (1)`,
+		`CREATE TABLE nmauth_passkey_users (name TEXT NOT NULL PRIMARY KEY, handle BLOB NOT NULL UNIQUE, account BIGINT NOT NULL, passkeys TEXT NOT NULL)`,
+		`CREATE TABLE nmauth_passkey_challenges (challenge_key TEXT NOT NULL PRIMARY KEY, flow TEXT NOT NULL, username TEXT NOT NULL, handle BLOB, name TEXT NOT NULL, expires BIGINT NOT NULL)`,
+		`CREATE INDEX nmauth_passkey_challenges_expires ON nmauth_passkey_challenges (expires)`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sqlStore(t, db, nmauth.DialectSQLite)
+	for q, index := range map[string]string{
+		`DELETE FROM nmauth_passkey_challenges WHERE expires <= 1`:                                                                    "nmauth_passkey_challenges_expires",
+		`SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_passkey_challenges WHERE flow = 'passwordless' AND expires > 1 LIMIT 10) AS live`: "nmauth_passkey_challenges_flow",
+	} {
+		if plan := queryPlan(t, db, q); !strings.Contains(plan, "INDEX "+index) {
+			t.Errorf("%s does not use %s: %s", q, index, plan)
+		}
+	}
+}
+
+// queryPlan is SQLite's plan of q, its details joined.
+func queryPlan(t *testing.T, db *sql.DB, q string) string {
+	rows, err := db.Query("EXPLAIN QUERY PLAN " + q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return strings.Join(plan, "; ")
 }

@@ -202,3 +202,49 @@ func countStates(t *testing.T, db *sql.DB) int {
 	}
 	return n
 }
+
+// TestStateIndexes opens a database whose tables were made before the
+// pending logins were bounded: the store adds the indexes on expiry, and
+// its put finds expired states and results, and counts live states,
+// through them rather than by reading the tables.
+func TestStateIndexes(t *testing.T) {
+	db, err := sql.Open("sqlite", nmauth.SQLiteDSN(filepath.Join(t.TempDir(), "sso.db")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{
+		`CREATE TABLE nmauth_sso_states (state TEXT NOT NULL PRIMARY KEY, nonce TEXT NOT NULL, verifier TEXT NOT NULL, binding TEXT NOT NULL, headless BOOLEAN NOT NULL, expires BIGINT NOT NULL)`,
+		`CREATE TABLE nmauth_sso_results (state TEXT NOT NULL PRIMARY KEY, result TEXT NOT NULL, expires BIGINT NOT NULL)`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sso.NewSQLStore(context.Background(), db, nmauth.DialectSQLite); err != nil {
+		t.Fatal(err)
+	}
+	for q, index := range map[string]string{
+		`DELETE FROM nmauth_sso_states WHERE expires <= 1`:                                          "nmauth_sso_states_expires",
+		`DELETE FROM nmauth_sso_results WHERE expires <= 1`:                                         "nmauth_sso_results_expires",
+		`SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_sso_states WHERE expires > 1 LIMIT 10) AS live`: "nmauth_sso_states_expires",
+	} {
+		rows, err := db.Query("EXPLAIN QUERY PLAN " + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "; "); !strings.Contains(p, "INDEX "+index) {
+			t.Errorf("%s does not use %s: %s", q, index, p)
+		}
+	}
+}
