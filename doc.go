@@ -38,8 +38,10 @@
 //     credential of some kinds of principal only, answering 403 to the
 //     others, in one step.
 //   - [Authenticator.Limit] puts a route that checks a secret of the
-//     application's own, such as a node key, under the per-client attempt
-//     limit of the login routes, sharing their budget.
+//     application's own, such as a node key, or that writes for a caller
+//     who proved nothing, under the per-client attempt limit of the login
+//     routes, sharing their budget; an attempt is given back only when a
+//     token is minted for a login within the request.
 //   - [Authenticator.WriteResponse] and [Authenticator.WriteError] answer
 //     in the envelope of the active [WireProfile], errors with the status
 //     and headers the handler gives them and never their text.
@@ -49,7 +51,7 @@
 //
 //	nodesOnly := auth.Require(nmauth.KindNode)
 //	mux.Handle("POST /api/nodes/{network}/checkin", nodesOnly(checkin))
-//	mux.Handle("POST /api/nodes/{network}/join", auth.Limit(join)) // join calls IssueNodeToken
+//	mux.Handle("POST /api/nodes/{network}/join", auth.Limit(join)) // join calls IssueNodeToken(r.Context(), …)
 //
 // [Config.OnEvent] receives every audit event with the context of the
 // request that caused it, so a log line can carry its request id, and
