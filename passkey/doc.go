@@ -29,7 +29,8 @@
 // # Ceremonies
 //
 // Each ceremony has a begin, which stores a challenge bound to its flow and
-// its user until [Config.ChallengeTTL] and answers the options for the
+// its user until [Config.ChallengeTTL] (at most [Config.MaxChallenges]
+// live ones a flow; past that 503) and answers the options for the
 // browser's navigator.credentials.create or .get, and a finish, which takes
 // the challenge back once, whatever the outcome, and checks the browser's
 // answer against the configured relying party and origins:
