@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/nmauth/nmauth"
 	"github.com/nmauth/nmauth/sso"
 )
 
@@ -33,6 +34,18 @@ func wantEnvelope(t *testing.T, what string, resp *http.Response, status int) {
 	}
 }
 
+// stoppedClock gives the world an Authenticator whose clock stands still,
+// so that the per-client limit refills nothing however long a test takes.
+func stoppedClock(t *testing.T, c *sso.Config) {
+	at := time.Now()
+	auth, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")},
+		Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Auth = auth
+}
+
 // TestBeginsLimited sends 400 browser logins, then 400 headless logins,
 // from one address: each writes a pending login and proves nothing, so
 // the burst of the per-client limit (20) begins and every later one gets
@@ -42,7 +55,7 @@ func wantEnvelope(t *testing.T, what string, resp *http.Response, status int) {
 func TestBeginsLimited(t *testing.T) {
 	t.Run("browser", func(t *testing.T) {
 		b := stores(t)["sqlite"]
-		w := newWorld(t, func(c *sso.Config) { c.Store = b.store })
+		w := newWorld(t, func(c *sso.Config) { stoppedClock(t, c); c.Store = b.store })
 		client := newBrowser(t).client
 		begun := 0
 		for i := range 400 {
@@ -66,7 +79,7 @@ func TestBeginsLimited(t *testing.T) {
 	})
 	t.Run("headless", func(t *testing.T) {
 		b := stores(t)["sqlite"]
-		w := newWorld(t, func(c *sso.Config) { c.Store = b.store })
+		w := newWorld(t, func(c *sso.Config) { stoppedClock(t, c); c.Store = b.store })
 		ws := "ws" + strings.TrimPrefix(w.app.URL, "http") + "/api/oauth/headless"
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -91,7 +104,7 @@ func TestBeginsLimited(t *testing.T) {
 		}
 	})
 	t.Run("right logins", func(t *testing.T) {
-		w := newWorld(t, nil)
+		w := newWorld(t, func(c *sso.Config) { stoppedClock(t, c) })
 		w.link("id1", "alice")
 		b := newBrowser(t)
 		// Without the callback's attempt given back, 10 logins would spend

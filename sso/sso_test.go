@@ -72,6 +72,7 @@ func newWorld(t *testing.T, tweak func(*sso.Config)) *world {
 	// confidential with its secret, or public without one.
 	w.issuer = ssotest.Start(t, opUsers, clientID, cfg.ClientSecret, cfg.RedirectURL)
 	cfg.Issuer = w.issuer
+	w.auth = cfg.Auth
 	if w.sso, err = sso.New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
