@@ -45,8 +45,14 @@ func TestPasswordlessBeginLimited(t *testing.T) {
 	eachWire(t, func(t *testing.T, w nmauth.WireProfile) {
 		store, db := sqliteStore(t)
 		h := newHarness(t, options{wire: w, store: store, passwordless: true, clientLimit: true})
+		// 400 calls in the spec profile; in Netmaker's, enough to see its
+		// envelope.
+		calls := 400
+		if w == nmauth.WireNetmaker {
+			calls = 25
+		}
 		counts := map[int]int{}
-		for i := range 400 {
+		for i := range calls {
 			r := h.post("/api/users/adm/passkey/begin", "", nil)
 			counts[r.status]++
 			if i >= 20 {
@@ -56,8 +62,8 @@ func TestPasswordlessBeginLimited(t *testing.T) {
 				}
 			}
 		}
-		if counts[200] != 20 || counts[429] != 380 {
-			t.Errorf("answers %v, want 20 × 200 and 380 × 429", counts)
+		if counts[200] != 20 || counts[429] != calls-20 {
+			t.Errorf("answers %v, want 20 × 200 and %d × 429", counts, calls-20)
 		}
 		if n := countChallenges(t, db); n != 20 {
 			t.Errorf("%d challenges stored, want 20", n)
@@ -91,12 +97,12 @@ func TestPasswordlessBeginLimited(t *testing.T) {
 
 // TestChallengesBoundedUnderFlood sends 10,000 passwordless begins from
 // 1,000 addresses, in two halves with the challenges' lifetime between
-// them, through a Manager whose room is 100 challenges a flow: the table
-// never holds more than 100, each half gets 100 challenges and the rest
+// them, through a Manager whose room is 50 challenges a flow: the table
+// never holds more than 50, each half gets 50 challenges and the rest
 // 503 with Retry-After, expired challenges leave, and the other flows
 // keep their room.
 func TestChallengesBoundedUnderFlood(t *testing.T) {
-	const room, addresses, perAddress = 100, 1000, 5
+	const room, addresses, perAddress = 50, 1000, 5
 	for _, b := range []struct {
 		name string
 		open func(t *testing.T) (passkey.Store, *sql.DB)

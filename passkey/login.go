@@ -81,6 +81,10 @@ func (m *Manager) BeginLogin(ctx context.Context) (*protocol.CredentialAssertion
 	if !m.cfg.Passwordless {
 		return nil, ErrPasswordlessOff
 	}
+	// The target of a flood: refused before any work while it has no room.
+	if m.refusing(FlowPasswordless, m.now()) {
+		return nil, ErrChallengesFull
+	}
 	assertion, session, err := m.web.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
 	if err != nil {
 		return nil, fmt.Errorf("passkey: begin passwordless login: %w", err)

@@ -304,16 +304,21 @@ func (m *Manager) putChallenge(ctx context.Context, challenge string, c Challeng
 		return fmt.Errorf("passkey: the library made a malformed challenge %q", challenge)
 	}
 	now := m.now()
-	full := m.full[c.Flow]
-	if now.UnixNano() < full.Load() {
+	if m.refusing(c.Flow, now) {
 		return ErrChallengesFull
 	}
 	c.Key, c.Expires = key, now.Add(m.cfg.ChallengeTTL)
 	err := m.store.PutChallenge(ctx, c, now, m.cfg.MaxChallenges)
 	if errors.Is(err, ErrChallengesFull) {
-		full.Store(now.Add(fullMemory).UnixNano())
+		m.full[c.Flow].Store(now.Add(fullMemory).UnixNano())
 	}
 	return err
+}
+
+// refusing reports whether the Store found no room for flow within
+// fullMemory before now.
+func (m *Manager) refusing(flow Flow, now time.Time) bool {
+	return now.UnixNano() < m.full[flow].Load()
 }
 
 // takeChallenge takes back, once, the challenge a browser answered, and

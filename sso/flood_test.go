@@ -118,11 +118,11 @@ func TestBeginsLimited(t *testing.T) {
 }
 
 // TestPendingBoundedUnderFlood sends 10,000 browser logins from 1,000
-// addresses to a replica whose room is 100 pending logins: the table never
-// holds more than 100, 100 logins begin and the rest get 503 with
+// addresses to a replica whose room is 50 pending logins: the table never
+// holds more than 50, 50 logins begin and the rest get 503 with
 // Retry-After in the envelope, headless logins too.
 func TestPendingBoundedUnderFlood(t *testing.T) {
-	const room, addresses, perAddress = 100, 1000, 10
+	const room, addresses, perAddress = 50, 1000, 10
 	for name, b := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, func(c *sso.Config) { c.Store, c.MaxPending = b.store, room })
