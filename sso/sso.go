@@ -323,7 +323,16 @@ func (s *SSO) ready(w http.ResponseWriter, r *http.Request) *provider {
 // that issues the login's token is given back.
 func (s *SSO) Handler() http.Handler {
 	mux := http.NewServeMux()
-	limit := s.cfg.Auth.Limit
+	// Until discovery works, the routes answer 503 before the limit
+	// counts anything: the provider's outage is no client's attempt.
+	limit := func(h http.Handler) http.Handler {
+		limited := s.cfg.Auth.Limit(h)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s.ready(w, r) != nil {
+				limited.ServeHTTP(w, r)
+			}
+		})
+	}
 	mux.Handle("GET /api/oauth/login", limit(http.HandlerFunc(s.serveLogin)))
 	mux.Handle("GET /api/oauth/callback", limit(http.HandlerFunc(s.serveCallback)))
 	mux.Handle("GET /api/oauth/headless", limit(http.HandlerFunc(s.serveHeadless)))
