@@ -331,14 +331,25 @@ func (p Principal) actsFor(name string) bool {
 	return (p.Kind == KindUser || p.Kind == KindAccessToken) && p.Name == name
 }
 
-// mayRevoke reports whether p may revoke a token of name: the master key,
-// the user, or one of its access tokens that is not read-only.
-func (p Principal) mayRevoke(name string) bool {
-	return p.IsMaster() || p.actsFor(name) && !p.ReadOnly
+// mayRevoke reports whether p may revoke the access token id of name: the
+// master key and the user's own login may revoke any; an access token that
+// is not read-only only itself, so that a token scoped to a network or
+// leaked from one job cannot end its user's others. id "" stands for all
+// of the user's tokens.
+func (p Principal) mayRevoke(name, id string) bool {
+	switch p.Kind {
+	case KindMaster:
+		return true
+	case KindUser:
+		return p.Name == name
+	case KindAccessToken:
+		return p.Name == name && !p.ReadOnly && id != "" && p.TokenID == id
+	}
+	return false
 }
 
 // DeleteAccessToken revokes the access token id on behalf of p: the
-// master key, its user, or an access token of its user that is not
+// master key, its user's login, or the token itself when it is not
 // read-only. Every replica refuses the token once its status cache reads
 // the Store again ([Config.StatusCacheTTL]); this one at once. An unknown
 // id is [ErrNotFound].
@@ -353,7 +364,7 @@ func (a *Authenticator) DeleteAccessToken(ctx context.Context, p Principal, id s
 	if err != nil {
 		return err
 	}
-	if !p.mayRevoke(t.UserName) {
+	if !p.mayRevoke(t.UserName, t.ID) {
 		return ErrForbidden
 	}
 	if err := a.access.DeleteAccessToken(ctx, id); err != nil {
@@ -365,7 +376,7 @@ func (a *Authenticator) DeleteAccessToken(ctx context.Context, p Principal, id s
 }
 
 // DeleteAccessTokens revokes every access token of userName on behalf of
-// p, as [Authenticator.DeleteAccessToken] revokes one.
+// p: the master key or the user's own login, never an access token.
 func (a *Authenticator) DeleteAccessTokens(ctx context.Context, p Principal, userName string) error {
 	if a.access == nil {
 		return ErrAccessTokensOff
@@ -374,7 +385,7 @@ func (a *Authenticator) DeleteAccessTokens(ctx context.Context, p Principal, use
 	if err != nil {
 		return err
 	}
-	if !p.mayRevoke(name) {
+	if !p.mayRevoke(name, "") {
 		return ErrForbidden
 	}
 	return a.deleteUserAccessTokens(ctx, name)

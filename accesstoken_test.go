@@ -177,6 +177,42 @@ func TestAccessTokenHostile(t *testing.T) {
 	})
 }
 
+// TestAccessTokenRevokesOnlyItself: an access token, scoped to a network
+// or not, revokes itself and no other token of its user, one by one or
+// all at once; the user's own login and the master key revoke the rest.
+func TestAccessTokenRevokesOnlyItself(t *testing.T) {
+	f := newFixture(t)
+	f.addUser("alice", "correct horse battery")
+	alice := f.userToken("alice", "correct horse battery")
+	scoped := f.createToken(alice, map[string]any{"name": "office", "user_name": "alice", "networks": []string{"office"}})
+	full := f.createToken(alice, map[string]any{"name": "ci", "user_name": "alice"})
+	other := f.createToken(alice, map[string]any{"name": "other", "user_name": "alice"})
+	last := f.createToken(alice, map[string]any{"name": "last", "user_name": "alice"})
+	otherID := mustCheck(t, f, other).TokenID
+	for name, bearer := range map[string]string{"scoped": scoped, "unscoped": full} {
+		wantError(t, f.request(http.MethodDelete, tokensPath+"?id="+otherID, bearer, nil), http.StatusForbidden)
+		wantError(t, f.request(http.MethodDelete, tokensPath+"?username=alice", bearer, nil), http.StatusForbidden)
+		if n := f.storedTokens("alice"); n != 4 {
+			t.Fatalf("the %s token's refused revocations left %d tokens of 4", name, n)
+		}
+	}
+	mustCheck(t, f, other)
+	// Each revokes itself.
+	for _, tok := range []string{scoped, full} {
+		wantStatus(t, f.request(http.MethodDelete, tokensPath+"?id="+mustCheck(t, f, tok).TokenID, tok, nil), http.StatusOK)
+		if _, err := f.auth.CheckBearer(context.Background(), tok); err == nil {
+			t.Fatal("a token that revoked itself still works")
+		}
+	}
+	// The master key revokes one, the user's login all the rest.
+	wantStatus(t, f.request(http.MethodDelete, tokensPath+"?id="+otherID, testMasterKey, nil), http.StatusOK)
+	mustCheck(t, f, last)
+	wantStatus(t, f.request(http.MethodDelete, tokensPath+"?username=alice", alice, nil), http.StatusOK)
+	if n := f.storedTokens("alice"); n != 0 {
+		t.Fatalf("%d tokens left after the user revoked them all", n)
+	}
+}
+
 func mustCheck(t *testing.T, f *fixture, tok string) nmauth.Principal {
 	t.Helper()
 	p, err := f.auth.CheckBearer(context.Background(), tok)
