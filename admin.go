@@ -150,7 +150,7 @@ func (a *Authenticator) newHostCredential(ctx context.Context, id, password stri
 // set, it is the host's registered MAC address (see
 // [Config.RefuseMACChange]).
 func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string) error {
-	id, err := prepareHostID(id)
+	id, err := PrepareHostID(id)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (a *Authenticator) DisableHost(ctx context.Context, id string) error {
 // EnableHost lets a disabled host log in again. Tokens revoked by the
 // disable stay revoked, as [Authenticator.EnableUser] keeps them.
 func (a *Authenticator) EnableHost(ctx context.Context, id string) error {
-	id, err := prepareHostID(id)
+	id, err := PrepareHostID(id)
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (a *Authenticator) EnableHost(ctx context.Context, id string) error {
 // SetHostPassword replaces a host's password, stored as [Authenticator.CreateHost]
 // stores it, and revokes its tokens.
 func (a *Authenticator) SetHostPassword(ctx context.Context, id, password string) error {
-	id, err := prepareHostID(id)
+	id, err := PrepareHostID(id)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func (a *Authenticator) RevokeHostTokens(ctx context.Context, id string) error {
 // updateHost applies change and revokes the host's tokens, moving the
 // generation on, in one atomic update.
 func (a *Authenticator) updateHost(ctx context.Context, id string, change func(*Host)) error {
-	id, err := prepareHostID(id)
+	id, err := PrepareHostID(id)
 	if err != nil {
 		return err
 	}
@@ -229,7 +229,7 @@ func (a *Authenticator) updateHost(ctx context.Context, id string, change func(*
 
 // DeleteHost removes a host; its tokens stop working.
 func (a *Authenticator) DeleteHost(ctx context.Context, id string) error {
-	id, err := prepareHostID(id)
+	id, err := PrepareHostID(id)
 	if err != nil {
 		return err
 	}

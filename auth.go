@@ -147,8 +147,9 @@ type Config struct {
 
 	// NodeMember reports whether a host is a member of a network, for node
 	// login ([Authenticator.LoginNode]). It is asked only after the host's
-	// credentials are right; an error from it fails the login as a Store
-	// fault does. Nil refuses every node login.
+	// credentials are right, with the host id as [PrepareHostID] returns
+	// it; an error from it fails the login as a Store fault does. Nil
+	// refuses every node login.
 	NodeMember func(ctx context.Context, network, hostID string) (bool, error)
 
 	// SecondFactor, when set, reports whether a user has a second factor
@@ -911,7 +912,7 @@ func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, passwor
 // events name.
 func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string, kind PrincipalKind,
 	token func(id string) mintArgs, admit func(ctx context.Context, id string) error) (string, string, error) {
-	id, idErr := prepareHostID(id)
+	id, idErr := PrepareHostID(id)
 	mac, macErr := prepareMAC(mac)
 	if macErr != nil {
 		return "", "", macErr
@@ -963,7 +964,8 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 // authentication route, after the application has checked the node. The
 // network and the node id take the form of a host id (1 to 128 printable
 // characters without spaces), else [ErrInvalidNetwork] or [ErrInvalidHost];
-// the node id is kept as given, since the application named it. ctx is
+// the node id is prepared as a host id is ([PrepareHostID]), so that a
+// UUID names the same node in every spelling. ctx is
 // the request's, as for every other method: once it is done, no token is
 // minted and its error is returned. Under [Authenticator.Limit], the
 // request whose context it is given gets its attempt back.
@@ -974,7 +976,8 @@ func (a *Authenticator) IssueNodeToken(ctx context.Context, network, nodeID stri
 	if !validNetwork(network) {
 		return "", ErrInvalidNetwork
 	}
-	if _, err := prepareHostID(nodeID); err != nil {
+	nodeID, err := PrepareHostID(nodeID)
+	if err != nil {
 		return "", err
 	}
 	tok, _, err := a.minter.mint(mintArgs{kind: kindNode, subject: nodeID, network: network, issuedAt: a.now(), ttl: a.cfg.NodeTokenTTL})

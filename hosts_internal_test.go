@@ -100,7 +100,7 @@ func TestHostUUIDsInOneCase(t *testing.T) {
 		t.Errorf("login in lower case = %+v, %v", out, err)
 	}
 	// Ids that are not UUIDs keep their case.
-	if got, _ := prepareHostID("Host-A"); got != "Host-A" {
-		t.Errorf("prepareHostID(Host-A) = %q", got)
+	if got, _ := PrepareHostID("Host-A"); got != "Host-A" {
+		t.Errorf("PrepareHostID(Host-A) = %q", got)
 	}
 }

@@ -219,3 +219,64 @@ func TestDisabledHostNodeLoginAnswersAsAWrongPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestOneFormOfHostID gives a UUID in upper case, lower case and mixed to
+// every method that takes a host id: each reaches the one host, the
+// membership hook is asked with the form PrepareHostID gives, and a node
+// token names that form.
+func TestOneFormOfHostID(t *testing.T) {
+	const lower = "8d0f3b2a-5c6e-4f71-9a3b-2c4d6e8f0a11"
+	const upper = "8D0F3B2A-5C6E-4F71-9A3B-2C4D6E8F0A11"
+	const mixed = "8d0F3b2A-5c6E-4f71-9A3b-2C4d6E8f0A11"
+	if got, err := nmauth.PrepareHostID(upper); err != nil || got != lower {
+		t.Fatalf("PrepareHostID(%q) = %q, %v, want %q", upper, got, err, lower)
+	}
+	if got, _ := nmauth.PrepareHostID("Host-A"); got != "Host-A" {
+		t.Errorf("PrepareHostID(Host-A) = %q: an id that is no UUID keeps its case", got)
+	}
+	// The application keeps its memberships under prepared ids.
+	member, _ := nmauth.PrepareHostID(upper)
+	var asked []string
+	f := newFixture(t, func(c *nmauth.Config) {
+		c.NodeMember = func(_ context.Context, network, hostID string) (bool, error) {
+			asked = append(asked, hostID)
+			return network == "home" && hostID == member, nil
+		}
+	})
+	ctx := context.Background()
+	f.addHost(upper, "", "host-password-1")
+	if err := f.auth.CreateHost(ctx, lower, "", "host-password-2"); !errors.Is(err, nmauth.ErrExists) {
+		t.Fatalf("CreateHost of the lower-case spelling after the upper-case = %v, want ErrExists", err)
+	}
+	for _, id := range []string{lower, upper, mixed} {
+		out, err := f.auth.LoginHost(ctx, id, "", "host-password-1")
+		if err != nil || out.ID != lower {
+			t.Errorf("LoginHost(%q) = %+v, %v, want host %s", id, out, err, lower)
+		}
+		node, err := f.auth.LoginNode(ctx, "home", id, "", "host-password-1")
+		if err != nil || node.ID != lower {
+			t.Fatalf("LoginNode(%q) = %+v, %v, want node %s", id, node, err, lower)
+		}
+		if p := mustCheck(t, f, node.AuthToken); p.Name != lower {
+			t.Errorf("LoginNode(%q): node token names %q", id, p.Name)
+		}
+		tok, err := f.auth.IssueNodeToken(ctx, "home", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := mustCheck(t, f, tok); p.Name != lower {
+			t.Errorf("IssueNodeToken(%q): node token names %q, want %q", id, p.Name, lower)
+		}
+	}
+	for _, id := range asked {
+		if id != lower {
+			t.Errorf("NodeMember asked about %q, want %q", id, lower)
+		}
+	}
+	if err := f.auth.DisableHost(ctx, mixed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.auth.LoginHost(ctx, lower, "", "host-password-1"); !errors.Is(err, nmauth.ErrInvalidCredentials) {
+		t.Errorf("LoginHost after DisableHost(%q) = %v, want ErrInvalidCredentials", mixed, err)
+	}
+}

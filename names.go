@@ -20,10 +20,14 @@ func PrepareUsername(name string) (string, error) {
 	return p, nil
 }
 
-// prepareHostID accepts 1 to 128 printable characters without spaces. A
-// UUID, the form netclient uses, is written in lower case, so that two
-// spellings of one UUID are one host.
-func prepareHostID(id string) (string, error) {
+// PrepareHostID returns a host id in the one form every method of the
+// Authenticator stores and compares it in: 1 to 128 printable characters
+// without spaces, else [ErrInvalidHost], with a UUID, the form netclient
+// uses, written in lower case, so that two spellings of one UUID are one
+// host. An application that keeps records of its own by host id, such as
+// the networks a host is a member of for [Config.NodeMember], prepares the
+// id with it before it stores one.
+func PrepareHostID(id string) (string, error) {
 	if id == "" || len(id) > 128 || !utf8.ValidString(id) {
 		return "", ErrInvalidHost
 	}
@@ -71,7 +75,7 @@ func prepareMAC(mac string) (string, error) {
 // validNetwork accepts 1 to 128 printable characters without spaces, the
 // same form as a host id.
 func validNetwork(network string) bool {
-	_, err := prepareHostID(network)
+	_, err := PrepareHostID(network)
 	return err == nil
 }
 

@@ -153,6 +153,12 @@ func hostAdd(ctx context.Context, c *cli, o *options, args []string) error {
 			return fmt.Errorf("host add: --network %q is not a network name", network)
 		}
 	}
+	// The membership is kept under the id in the form node login asks
+	// for it (a UUID in lower case), which is the form the host is stored
+	// in.
+	if prepared, err := nmauth.PrepareHostID(id); err == nil {
+		id = prepared
+	}
 	return c.withBackend(ctx, o, func(b *backend) error {
 		if err := b.auth.CreateHost(ctx, id, o.mac, password); err != nil {
 			return adminError("host", id, err)

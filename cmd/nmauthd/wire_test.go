@@ -22,20 +22,25 @@ type netmakerEnvelope struct {
 	Response map[string]any
 }
 
-// nodeWalk adds two hosts, one a member of net-1 by --network, serves
-// --wire netmaker on db, and requires node login to hand out a node token
-// to the member only, on both node routes.
+// nodeWalk adds two hosts, one a member of net-1 by --network and named
+// by its UUID in upper case, serves --wire netmaker on db, and requires
+// node login, by either spelling of the UUID, to hand out a node token to
+// the member only, on both node routes.
 func nodeWalk(t *testing.T, dir string, env []string, db string) {
 	t.Helper()
 	provideSecretFile(t, env, db)
-	mustRun(t, dir, env, "host-password-1", "host", "add", nodeHost, "--network", "net-1", "--network", "net-2", "--db", db)
+	mustRun(t, dir, env, "host-password-1", "host", "add", strings.ToUpper(nodeHost), "--network", "net-1", "--network", "net-2", "--db", db)
 	mustRun(t, dir, env, "host-password-2", "host", "add", otherHost, "--db", db)
 	d := startDaemon(t, dir, env, "--db", db, "--wire", "netmaker")
 	if r := d.call("GET", "/openapi.yaml", "", nil); string(r.body) != string(openAPI(nmauth.WireNetmaker)) {
 		t.Errorf("nmauthd serve --wire netmaker: GET /openapi.yaml is not the Netmaker document: %d, %d bytes", r.status, len(r.body))
 	}
-	for _, path := range []string{"/api/nodes/net-1/authenticate", "/api/nodes/adm/net-2/authenticate"} {
-		r := d.call("POST", path, "", map[string]string{"id": nodeHost, "password": "host-password-1"})
+	for i, path := range []string{"/api/nodes/net-1/authenticate", "/api/nodes/adm/net-2/authenticate"} {
+		id := nodeHost
+		if i == 1 {
+			id = strings.ToUpper(nodeHost)
+		}
+		r := d.call("POST", path, "", map[string]string{"id": id, "password": "host-password-1"})
 		env := decode[netmakerEnvelope](t, r, http.StatusOK)
 		tok, _ := env.Response["AuthToken"].(string)
 		if env.Code != 200 || env.Response["ID"] != nodeHost {
