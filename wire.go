@@ -94,13 +94,16 @@ type netmakerPreAuth struct {
 // configured profile. It and [Authenticator.envelope] are the only places
 // that decide the bytes of a success.
 func (a *Authenticator) writeAnswer(w http.ResponseWriter, kind answerKind, v any) {
+	// The message is read off the answer before the Netmaker profile
+	// turns it into Netmaker's payload.
+	msg := a.answerMessage(kind, v)
 	if a.cfg.Wire == WireNetmaker {
 		v = netmakerPayload(v)
 	} else if kind == answerInitTOTP || kind == answerVerifyTOTP {
 		writeJSON(w, http.StatusOK, v)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.envelope(http.StatusOK, answerMessage(kind, v), v))
+	writeJSON(w, http.StatusOK, a.envelope(http.StatusOK, msg, v))
 }
 
 // WriteResponse answers r with status, message and payload in the active
@@ -140,15 +143,20 @@ func netmakerPayload(v any) any {
 	return v
 }
 
-// answerMessage is the message of a successful answer.
-func answerMessage(kind answerKind, v any) string {
+// answerMessage is the message of a successful answer. A login that
+// needs a second factor says so in the words of the profile: Netmaker's
+// server answers "W1R3: TOTP required" there.
+func (a *Authenticator) answerMessage(kind answerKind, v any) string {
 	switch kind {
 	case answerHostLogin:
 		return "host authenticated"
 	case answerNodeLogin:
 		return "node authenticated"
 	case answerUserLogin:
-		if u, _ := v.(UserLogin); u.TOTPRequired {
+		switch u, _ := v.(UserLogin); {
+		case u.TOTPRequired && a.cfg.Wire == WireNetmaker:
+			return "W1R3: TOTP required"
+		case u.TOTPRequired:
 			return "TOTP required: send a code to verify-totp with the pre-auth token"
 		}
 		return "user authenticated"

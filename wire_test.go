@@ -105,6 +105,15 @@ func TestWireBytes(t *testing.T) {
 				t.Errorf("%s: response keys %v, want %v; body %s", name, got, wt.inner, r.body)
 			}
 		}
+		// A login that needs TOTP says so, in Netmaker's words in its
+		// profile.
+		wantMessage := map[nmauth.WireProfile]string{
+			nmauth.WireSpec:     "TOTP required: send a code to verify-totp with the pre-auth token",
+			nmauth.WireNetmaker: "W1R3: TOTP required",
+		}[w]
+		if _, msg := replies["login with TOTP"].envelope(t); msg != wantMessage {
+			t.Errorf("login with TOTP: message %q, want %q", msg, wantMessage)
+		}
 		if w == nmauth.WireNetmaker && !strings.HasSuffix(string(replies["error"].body), `"Response":null}`+"\n") {
 			t.Errorf("Netmaker error body %s", replies["error"].body)
 		}

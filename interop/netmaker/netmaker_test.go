@@ -295,10 +295,14 @@ func TestNetmakerProfileWithNetmakerModels(t *testing.T) {
 		OTPAuthURL: e.OTPAuthURL, OTPAuthURLSignature: e.OTPAuthURLSignature, TOTP: code(t, e.OTPAuthURL, now),
 	}))
 
-	partial := into[models.PartialUserLoginResponse](t,
-		s.success(s.post("/api/users/adm/authenticate", "", models.UserAuthParams{UserName: "alice", Password: userPassword})))
+	needsTOTP := s.success(s.post("/api/users/adm/authenticate", "", models.UserAuthParams{UserName: "alice", Password: userPassword}))
+	partial := into[models.PartialUserLoginResponse](t, needsTOTP)
 	if partial.UserName != "alice" || partial.PreAuthToken == "" {
 		t.Fatalf("login with TOTP on: %+v", partial)
+	}
+	// Netmaker's server says so in these words.
+	if needsTOTP.Message != "W1R3: TOTP required" {
+		t.Errorf("login with TOTP on: message %q, want Netmaker's \"W1R3: TOTP required\"", needsTOTP.Message)
 	}
 	// The next step's code: the one above is spent, and the server
 	// accepts one step of drift.
