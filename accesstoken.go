@@ -152,7 +152,7 @@ func (a *Authenticator) CreateAccessToken(ctx context.Context, p Principal, req 
 	if err := a.access.CreateAccessToken(ctx, t, a.cfg.MaxAccessTokens); err != nil {
 		return NewAccessToken{}, err
 	}
-	a.emit(ctx, Event{Type: EventAccessTokenCreated, Kind: KindUser, Name: name})
+	a.emit(ctx, Event{Type: EventAccessTokenCreated, Kind: KindUser, Name: name, TokenID: t.ID, ActorKind: p.Kind, Actor: p.Name})
 	return NewAccessToken{AccessTokenInfo: accessTokenInfo(t), Token: token}, nil
 }
 
@@ -371,7 +371,7 @@ func (a *Authenticator) DeleteAccessToken(ctx context.Context, p Principal, id s
 		return err
 	}
 	a.status.forget(KindAccessToken, id)
-	a.emit(ctx, Event{Type: EventAccessTokenRevoked, Kind: KindUser, Name: t.UserName})
+	a.emit(ctx, Event{Type: EventAccessTokenRevoked, Kind: KindUser, Name: t.UserName, TokenID: t.ID, ActorKind: p.Kind, Actor: p.Name})
 	return nil
 }
 
@@ -388,7 +388,8 @@ func (a *Authenticator) DeleteAccessTokens(ctx context.Context, p Principal, use
 	if !p.mayRevoke(name, "") {
 		return ErrForbidden
 	}
-	return a.deleteUserAccessTokens(ctx, name)
+	// The event names p as who revoked them.
+	return a.deleteUserAccessTokens(NewContext(ctx, p), name)
 }
 
 // deleteUserAccessTokens deletes name's access tokens and makes this

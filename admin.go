@@ -26,7 +26,9 @@ func (a *Authenticator) CreateUser(ctx context.Context, username, password strin
 		return err
 	}
 	defer a.status.forget(KindUser, name)
-	return a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), State: UserState{AccountState: AccountState{Generation: gen}}})
+	err = a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), State: UserState{AccountState: AccountState{Generation: gen}}})
+	a.audit(ctx, err, EventUserCreated, KindUser, name)
+	return err
 }
 
 // firstGeneration is the generation of a new account: random, so that the
@@ -47,7 +49,7 @@ func (a *Authenticator) SetUserPassword(ctx context.Context, username, password 
 	if err != nil {
 		return err
 	}
-	return a.updateUser(ctx, username, func(u *User) {
+	return a.updateUser(ctx, username, EventUserPasswordSet, func(u *User) {
 		u.PasswordHash = hash
 		resetAttempts(userAccount(u))
 	})
@@ -55,26 +57,28 @@ func (a *Authenticator) SetUserPassword(ctx context.Context, username, password 
 
 // DisableUser refuses the user's logins and revokes the user's tokens.
 func (a *Authenticator) DisableUser(ctx context.Context, username string) error {
-	return a.updateUser(ctx, username, func(u *User) { u.Disabled = true })
+	return a.updateUser(ctx, username, EventUserDisabled, func(u *User) { u.Disabled = true })
 }
 
 // EnableUser lets a disabled user log in again. Tokens revoked by the
 // disable stay revoked: enabling leaves the generation where the disable
-// moved it, so it revokes nothing and emits no event.
+// moved it, so it revokes nothing and emits [EventUserEnabled] alone.
 func (a *Authenticator) EnableUser(ctx context.Context, username string) error {
 	name, err := PrepareUsername(username)
 	if err != nil {
 		return err
 	}
 	defer a.status.forget(KindUser, name)
-	return a.store.UpdateUser(ctx, name, func(u *User) error { u.Disabled = false; return nil })
+	err = a.store.UpdateUser(ctx, name, func(u *User) error { u.Disabled = false; return nil })
+	a.audit(ctx, err, EventUserEnabled, KindUser, name)
+	return err
 }
 
 // ResetTOTP turns TOTP off for a user, drops the recovery codes and
 // revokes the user's tokens, so the user can enroll again after logging in
 // with the password alone.
 func (a *Authenticator) ResetTOTP(ctx context.Context, username string) error {
-	return a.updateUser(ctx, username, func(u *User) {
+	return a.updateUser(ctx, username, EventTOTPReset, func(u *User) {
 		u.TOTPSecret, u.RecoveryCodes = nil, nil
 		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
 		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
@@ -83,7 +87,7 @@ func (a *Authenticator) ResetTOTP(ctx context.Context, username string) error {
 
 // RevokeUserTokens makes every token the user holds stop working.
 func (a *Authenticator) RevokeUserTokens(ctx context.Context, username string) error {
-	return a.updateUser(ctx, username, func(*User) {})
+	return a.updateUser(ctx, username, "", func(*User) {})
 }
 
 // DeleteUser removes a user; the user's tokens stop working.
@@ -96,14 +100,16 @@ func (a *Authenticator) DeleteUser(ctx context.Context, username string) error {
 	if err := a.store.DeleteUser(ctx, name); err != nil {
 		return err
 	}
+	a.audit(ctx, nil, EventUserDeleted, KindUser, name)
 	// The user's access tokens died with it (a user made again under the
 	// name starts at another generation); their records go too.
 	return a.deleteUserAccessTokens(ctx, name)
 }
 
 // updateUser applies change and revokes the user's tokens, moving the
-// generation on, in one atomic update.
-func (a *Authenticator) updateUser(ctx context.Context, username string, change func(*User)) error {
+// generation on, in one atomic update, and emits event (unless "") and
+// [EventTokensRevoked].
+func (a *Authenticator) updateUser(ctx context.Context, username string, event EventType, change func(*User)) error {
 	name, err := PrepareUsername(username)
 	if err != nil {
 		return err
@@ -114,9 +120,8 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, change 
 		u.State.Generation++
 		return nil
 	})
-	if err == nil {
-		a.emit(ctx, Event{Type: EventTokensRevoked, Kind: KindUser, Name: name})
-	}
+	a.audit(ctx, err, event, KindUser, name)
+	a.audit(ctx, err, EventTokensRevoked, KindUser, name)
 	return err
 }
 
@@ -166,12 +171,14 @@ func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string
 		return err
 	}
 	defer a.status.forget(KindHost, id)
-	return a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), State: AccountState{Generation: gen}})
+	err = a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), State: AccountState{Generation: gen}})
+	a.audit(ctx, err, EventHostCreated, KindHost, id)
+	return err
 }
 
 // DisableHost refuses the host's logins and revokes its tokens.
 func (a *Authenticator) DisableHost(ctx context.Context, id string) error {
-	return a.updateHost(ctx, id, func(h *Host) { h.Disabled = true })
+	return a.updateHost(ctx, id, EventHostDisabled, func(h *Host) { h.Disabled = true })
 }
 
 // EnableHost lets a disabled host log in again. Tokens revoked by the
@@ -182,7 +189,9 @@ func (a *Authenticator) EnableHost(ctx context.Context, id string) error {
 		return err
 	}
 	defer a.status.forget(KindHost, id)
-	return a.store.UpdateHost(ctx, id, func(h *Host) error { h.Disabled = false; return nil })
+	err = a.store.UpdateHost(ctx, id, func(h *Host) error { h.Disabled = false; return nil })
+	a.audit(ctx, err, EventHostEnabled, KindHost, id)
+	return err
 }
 
 // SetHostPassword replaces a host's password, stored as [Authenticator.CreateHost]
@@ -196,7 +205,7 @@ func (a *Authenticator) SetHostPassword(ctx context.Context, id, password string
 	if err != nil {
 		return err
 	}
-	return a.updateHost(ctx, id, func(h *Host) {
+	return a.updateHost(ctx, id, EventHostPasswordSet, func(h *Host) {
 		h.PasswordHash = hash
 		resetAttempts(hostAccount(h))
 	})
@@ -205,12 +214,13 @@ func (a *Authenticator) SetHostPassword(ctx context.Context, id, password string
 // RevokeHostTokens makes every token the host holds stop working, and
 // the node tokens it got from [Authenticator.LoginNode] with them.
 func (a *Authenticator) RevokeHostTokens(ctx context.Context, id string) error {
-	return a.updateHost(ctx, id, func(*Host) {})
+	return a.updateHost(ctx, id, "", func(*Host) {})
 }
 
 // updateHost applies change and revokes the host's tokens, moving the
-// generation on, in one atomic update.
-func (a *Authenticator) updateHost(ctx context.Context, id string, change func(*Host)) error {
+// generation on, in one atomic update, and emits event (unless "") and
+// [EventTokensRevoked].
+func (a *Authenticator) updateHost(ctx context.Context, id string, event EventType, change func(*Host)) error {
 	id, err := PrepareHostID(id)
 	if err != nil {
 		return err
@@ -221,9 +231,8 @@ func (a *Authenticator) updateHost(ctx context.Context, id string, change func(*
 		h.State.Generation++
 		return nil
 	})
-	if err == nil {
-		a.emit(ctx, Event{Type: EventTokensRevoked, Kind: KindHost, Name: id})
-	}
+	a.audit(ctx, err, event, KindHost, id)
+	a.audit(ctx, err, EventTokensRevoked, KindHost, id)
 	return err
 }
 
@@ -234,7 +243,9 @@ func (a *Authenticator) DeleteHost(ctx context.Context, id string) error {
 		return err
 	}
 	defer a.status.forget(KindHost, id)
-	return a.store.DeleteHost(ctx, id)
+	err = a.store.DeleteHost(ctx, id)
+	a.audit(ctx, err, EventHostDeleted, KindHost, id)
+	return err
 }
 
 // RecoveryCodesLeft reports how many unused recovery codes a user has.

@@ -37,6 +37,31 @@ const (
 	EventAccessTokenRevoked EventType = "access_token.revoked"
 	// EventLoggedOut is a token revoked by [Authenticator.Logout].
 	EventLoggedOut EventType = "logout"
+	// EventLoginSecondFactorRequired is a user's right first factor (a
+	// password, or a proof given to [Authenticator.IssueLogin]) that
+	// earned a pre-auth token, not a login: the second factor is still to
+	// come, and its own event says how it went.
+	EventLoginSecondFactorRequired EventType = "login.second_factor_required"
+)
+
+// The events of administrative changes to an account. Each names the
+// account in Kind and Name and who made the change in ActorKind and
+// Actor. A change that revokes the account's tokens also emits
+// [EventTokensRevoked].
+const (
+	EventUserCreated     EventType = "user.created"
+	EventUserDisabled    EventType = "user.disabled"
+	EventUserEnabled     EventType = "user.enabled"
+	EventUserDeleted     EventType = "user.deleted"
+	EventUserPasswordSet EventType = "user.password_set"
+	// EventTOTPReset is [Authenticator.ResetTOTP]: TOTP turned off by an
+	// administrator.
+	EventTOTPReset       EventType = "totp.reset"
+	EventHostCreated     EventType = "host.created"
+	EventHostDisabled    EventType = "host.disabled"
+	EventHostEnabled     EventType = "host.enabled"
+	EventHostDeleted     EventType = "host.deleted"
+	EventHostPasswordSet EventType = "host.password_set"
 )
 
 // Event is one audit record. It never holds a secret.
@@ -47,6 +72,19 @@ type Event struct {
 	// Name is the user, host or node concerned; "master" for the master
 	// key. For a failed login it is the name as sent, bounded in length.
 	Name string
+	// ActorKind and Actor say who caused the event: the principal a
+	// method was given to act for (as [Authenticator.CreateAccessToken]
+	// is), else the one the context of the call holds (see [NewContext];
+	// [Authenticator.Middleware] puts the request's bearer there), such as
+	// the master key (KindMaster, Actor "") or an administrator's user
+	// token (KindUser and the user's name). ActorKind is empty when there
+	// is none, as for a login.
+	ActorKind PrincipalKind
+	Actor     string
+	// TokenID is the id of the access token made or revoked, for
+	// [EventAccessTokenCreated] and [EventAccessTokenRevoked] of one
+	// token.
+	TokenID string
 	// Remaining is the number of recovery codes left, for
 	// EventRecoveryCodeUsed and EventTOTPEnabled.
 	Remaining int
@@ -69,6 +107,15 @@ func (e Event) LogValue() slog.Value {
 	if e.Client.IsValid() {
 		attrs = append(attrs, slog.String("client", e.Client.String()))
 	}
+	if e.ActorKind != "" {
+		attrs = append(attrs, slog.String("actor_kind", string(e.ActorKind)))
+	}
+	if e.Actor != "" {
+		attrs = append(attrs, slog.String("actor", e.Actor))
+	}
+	if e.TokenID != "" {
+		attrs = append(attrs, slog.String("token_id", e.TokenID))
+	}
 	if e.Type == EventRecoveryCodeUsed || e.Type == EventTOTPEnabled {
 		attrs = append(attrs, slog.Int("remaining", e.Remaining))
 	}
@@ -76,12 +123,24 @@ func (e Event) LogValue() slog.Value {
 }
 
 // emit passes e to [Config.OnEvent] with the context of the call that
-// caused it, naming the client that context names.
+// caused it, naming the client and the principal that context names.
 func (a *Authenticator) emit(ctx context.Context, e Event) {
 	if a.cfg.OnEvent == nil {
 		return
 	}
 	e.Time = a.now()
 	e.Client, _ = ctx.Value(clientAddrKey{}).(netip.Addr)
+	if p, ok := FromContext(ctx); ok && e.ActorKind == "" {
+		e.ActorKind, e.Actor = p.Kind, p.Name
+	}
 	a.cfg.OnEvent(ctx, e)
+}
+
+// audit emits the event of an administrative change to the account kind
+// and name once the change has been made: when err is nil and event is
+// not "".
+func (a *Authenticator) audit(ctx context.Context, err error, event EventType, kind PrincipalKind, name string) {
+	if err == nil && event != "" {
+		a.emit(ctx, Event{Type: event, Kind: kind, Name: name})
+	}
 }

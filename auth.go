@@ -442,9 +442,10 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 		return UserLogin{}, a.failUnknown(ctx, KindUser, username, password)
 	}
 	var out UserLogin
+	granted := EventLoginSucceeded
 	t := loginTarget{kind: KindUser, name: name, unknown: ErrInvalidCredentials, update: func(ctx context.Context, fn func(account) error) error {
 		return a.store.UpdateUser(ctx, name, func(u *User) error { return fn(userAccount(u)) })
-	}}
+	}, granted: &granted}
 	other := false
 	err := a.login(ctx, t, pw, a.askSecondFactor(name, &other), func(acc account, iat time.Time) error {
 		var err error
@@ -452,6 +453,9 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 			out, err = a.grantPreAuth(acc.user, iat)
 		} else {
 			out, err = a.grantUser(acc.user, iat)
+		}
+		if out.TOTPRequired {
+			granted = EventLoginSecondFactorRequired
 		}
 		return err
 	})
@@ -511,6 +515,19 @@ type loginTarget struct {
 	read func(ctx context.Context) (account, error)
 	// unknown is the error for an account the Store does not hold.
 	unknown error
+	// granted, when set, is the event of a granted login, which grant
+	// sets: a user's password that earned a pre-auth token is
+	// [EventLoginSecondFactorRequired]. Otherwise it is
+	// [EventLoginSucceeded].
+	granted *EventType
+}
+
+// grantedEvent is the event of t's granted login.
+func (t loginTarget) grantedEvent() EventType {
+	if t.granted != nil && *t.granted != "" {
+		return *t.granted
+	}
+	return EventLoginSucceeded
 }
 
 // errHashChanged stops a grant whose account got another password hash
@@ -724,7 +741,7 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 		return err
 	}
 	a.known.note(clientOfContext(ctx))
-	a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
+	a.emit(ctx, Event{Type: t.grantedEvent(), Kind: t.kind, Name: t.name})
 	return nil
 }
 
@@ -797,7 +814,7 @@ func (a *Authenticator) grantLogin(ctx context.Context, t loginTarget, checked, 
 		return "", err
 	}
 	a.known.note(clientOfContext(ctx))
-	a.emit(ctx, Event{Type: EventLoginSucceeded, Kind: t.kind, Name: t.name})
+	a.emit(ctx, Event{Type: t.grantedEvent(), Kind: t.kind, Name: t.name})
 	return "", nil
 }
 

@@ -185,9 +185,12 @@ func ExampleConfig_onEvent() {
 	auth.Handler().ServeHTTP(httptest.NewRecorder(), req)
 
 	// Outside a request, the event has the caller's context and no client.
+	// An admin change emits its own event, and the revocation it makes.
 	auth.DisableUser(context.Background(), "alice")
 	// Output:
+	// user.created user alice invalid IP
 	// login.failed user alice 198.51.100.7
+	// user.disabled user alice invalid IP
 	// tokens.revoked user alice invalid IP
 }
 

@@ -208,7 +208,7 @@ func (a *Authenticator) PlanHostImport(ctx context.Context, in ImportedHost, isM
 // importHost checks in and, when write is set, returns the record to
 // store.
 func (a *Authenticator) importHost(ctx context.Context, in ImportedHost, write bool) (ImportResult, Host, error) {
-	id, err := prepareHostID(in.ID)
+	id, err := PrepareHostID(in.ID)
 	if err != nil {
 		return ImportResult{}, Host{}, err
 	}

@@ -144,6 +144,7 @@ func TestEventContext(t *testing.T) {
 		}
 	})
 	f.addUser("alice", "correct horse battery")
+	events = nil
 	marked := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxMark{}, "request-7")))
@@ -170,6 +171,7 @@ func TestEventContext(t *testing.T) {
 	}{
 		{nmauth.EventLoginFailed, "198.51.100.4", "request-7"},
 		{nmauth.EventMasterKeyUsed, "2001:db8:1:2::", "request-7"},
+		{nmauth.EventUserDisabled, "invalid IP", "admin-1"},
 		{nmauth.EventTokensRevoked, "invalid IP", "admin-1"},
 	}
 	if len(events) != len(want) {

@@ -164,6 +164,7 @@ func (a *Authenticator) IssueLogin(ctx context.Context, username string) (UserLo
 	case err != nil:
 		return UserLogin{}, err
 	}
+	a.emit(ctx, Event{Type: EventLoginSecondFactorRequired, Kind: KindUser, Name: name})
 	markProved(ctx)
 	return out, nil
 }

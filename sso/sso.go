@@ -340,14 +340,30 @@ func (s *SSO) Handler() http.Handler {
 	return mux
 }
 
+// EventLinked is an identity linked to a user by [SSO.Link] or
+// [LinkUser]: the event names the user, and who linked it (see
+// [nmauth.Event]).
+const EventLinked nmauth.EventType = "sso.linked"
+
 // Link links an identity to an existing user, so that it logs in as that
 // user. An identity links to one user; linking it again moves it.
 func (s *SSO) Link(ctx context.Context, issuer, subject, username string) error {
-	info, err := s.cfg.Auth.LookupUser(ctx, username)
+	return LinkUser(ctx, s.cfg.Auth, s.cfg.Store, issuer, subject, username)
+}
+
+// LinkUser is [SSO.Link] for an administrator's tool that runs no single
+// sign-on itself (nmauthd's "user sso-link"), over auth's users and the
+// links of store. It emits [EventLinked] through auth.
+func LinkUser(ctx context.Context, auth *nmauth.Authenticator, store Store, issuer, subject, username string) error {
+	info, err := auth.LookupUser(ctx, username)
 	if err != nil {
 		return err
 	}
-	return s.cfg.Store.AddLink(ctx, issuer, subject, info.Name)
+	if err := store.AddLink(ctx, issuer, subject, info.Name); err != nil {
+		return err
+	}
+	auth.Emit(ctx, nmauth.Event{Type: EventLinked, Kind: nmauth.KindUser, Name: info.Name})
+	return nil
 }
 
 // bindingCookie carries the random value that binds a browser login to

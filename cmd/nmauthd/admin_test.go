@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -165,4 +166,59 @@ func TestUsageErrors(t *testing.T) {
 	if r := runNmauthd(t, dir, env, "", "--help"); r.code != 0 || !strings.Contains(r.stdout, "user totp-reset NAME") {
 		t.Errorf("--help: exit %d, stdout %q", r.code, r.stdout)
 	}
+}
+
+// auditCLI runs every admin command that changes an account, with
+// --log-json, and requires each to log its own audit event naming the
+// account and the master key as who made the change.
+func auditCLI(t *testing.T, dir string, env []string, db string) {
+	t.Helper()
+	provideSecretFile(t, env, db)
+	run := func(stdin, want, name string, args ...string) string {
+		t.Helper()
+		r := runNmauthd(t, dir, env, stdin, append([]string{"--db", db, "--log-json"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("nmauthd %v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		for _, line := range strings.Split(r.stderr, "\n") {
+			var rec struct {
+				Msg   string `json:"msg"`
+				Event struct {
+					Type      string `json:"type"`
+					Kind      string `json:"kind"`
+					Name      string `json:"name"`
+					ActorKind string `json:"actor_kind"`
+				} `json:"event"`
+			}
+			if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "audit" || rec.Event.Type != want {
+				continue
+			}
+			if rec.Event.Name != name || rec.Event.ActorKind != "master" {
+				t.Errorf("%v: audit event %s", args, line)
+			}
+			return r.stdout
+		}
+		t.Errorf("%v: no %s audit event in\n%s", args, want, r.stderr)
+		return r.stdout
+	}
+	run("correct horse battery\n", "user.created", "alice", "user", "add", "alice")
+	run("another good password\n", "user.password_set", "alice", "user", "passwd", "alice")
+	out := run("", "access_token.created", "alice", "token", "create", "alice", "ci")
+	id := strings.Fields(strings.TrimPrefix(out, "access token "))[0]
+	run("", "access_token.revoked", "alice", "token", "delete", id)
+	run("", "totp.reset", "alice", "user", "totp-reset", "alice")
+	run("", "passkey.reset", "alice", "user", "passkeys-reset", "alice")
+	run("", "sso.linked", "alice", "user", "sso-link", "alice", "https://id.example.test", "subject-1")
+	run("", "user.disabled", "alice", "user", "disable", "alice")
+	run("", "host.created", "8d0f3b2a-5c6e-4f71-9a3b-2c4d6e8f0a11", "host", "add", "8D0F3B2A-5C6E-4F71-9A3B-2C4D6E8F0A11")
+}
+
+func TestAdminCommandsAuditedSQLite(t *testing.T) {
+	dir := t.TempDir()
+	auditCLI(t, dir, baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SECRET="+newRootSecret(t)), filepath.Join(dir, "nmauth.db"))
+}
+
+func TestAdminCommandsAuditedPostgres(t *testing.T) {
+	db := postgresDSN(t)
+	auditCLI(t, t.TempDir(), baseEnv("MASTER_KEY="+testMasterKey, "NMAUTH_SECRET="+newRootSecret(t)), db)
 }

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,22 @@ type adminServer struct {
 	url  string
 	auth *nmauth.Authenticator
 	db   *database
+
+	mu     sync.Mutex
+	events []nmauth.Event
+}
+
+// audited returns the events of type typ so far.
+func (s *adminServer) audited(typ nmauth.EventType) []nmauth.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []nmauth.Event
+	for _, e := range s.events {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 const adminTestPassword = "correct horse battery"
@@ -49,10 +66,17 @@ func newAdminServerIn(t *testing.T, wire nmauth.WireProfile, users, hosts []stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := nmauth.New(nmauth.Config{Store: db, Secrets: [][]byte{bytes.Repeat([]byte{9}, 32)}, MasterKey: mk, Wire: wire})
+	s := &adminServer{t: t, wire: wire, db: db}
+	auth, err := nmauth.New(nmauth.Config{Store: db, Secrets: [][]byte{bytes.Repeat([]byte{9}, 32)}, MasterKey: mk, Wire: wire,
+		OnEvent: func(_ context.Context, e nmauth.Event) {
+			s.mu.Lock()
+			s.events = append(s.events, e)
+			s.mu.Unlock()
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.auth = auth
 	for _, u := range users {
 		if err := auth.CreateUser(ctx, u, adminTestPassword); err != nil {
 			t.Fatal(err)
@@ -67,7 +91,8 @@ func newAdminServerIn(t *testing.T, wire nmauth.WireProfile, users, hosts []stri
 	addAdminRoutes(mux, auth, slog.New(slog.DiscardHandler))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &adminServer{t: t, wire: wire, url: srv.URL, auth: auth, db: db}
+	s.url = srv.URL
+	return s
 }
 
 // admin sends one request to an admin route and checks the exchange
@@ -410,6 +435,25 @@ func TestAdminAPIDisableEnableReset(t *testing.T) {
 	decode[envelope[any]](t, s.admin("POST", "/api/admin/hosts/host-1/enable", testMasterKey), http.StatusOK)
 	if st := hostLoginStatus(); st != http.StatusOK {
 		t.Errorf("login of the enabled host: %d, want 200", st)
+	}
+
+	// Each change left its own audit event, naming the account and the
+	// master key that made it.
+	for _, w := range []struct {
+		typ  nmauth.EventType
+		kind nmauth.PrincipalKind
+		name string
+	}{
+		{nmauth.EventUserDisabled, nmauth.KindUser, "alice"},
+		{nmauth.EventUserEnabled, nmauth.KindUser, "alice"},
+		{nmauth.EventTOTPReset, nmauth.KindUser, "alice"},
+		{nmauth.EventHostDisabled, nmauth.KindHost, "host-1"},
+		{nmauth.EventHostEnabled, nmauth.KindHost, "host-1"},
+	} {
+		got := s.audited(w.typ)
+		if len(got) != 1 || got[0].Kind != w.kind || got[0].Name != w.name || got[0].ActorKind != nmauth.KindMaster {
+			t.Errorf("%s events %+v, want one of %s %s by the master key", w.typ, got, w.kind, w.name)
+		}
 	}
 }
 

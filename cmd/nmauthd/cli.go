@@ -10,6 +10,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/nmauth/nmauth"
 )
 
 // Exit statuses: bad input and failures are 1, a malformed command line 2.
@@ -173,7 +175,13 @@ func (c *cli) run(args []string) int {
 	c.logOut.report = func(n uint64) {
 		c.log.Warn("log lines dropped: the log's output did not keep up", "lines", n)
 	}
-	err = cmd.run(context.Background(), c, o, rest)
+	ctx := context.Background()
+	if cmd.name != "serve" {
+		// Whoever runs an admin command holds the database, as the master
+		// key's holder does: its audit events name the master key.
+		ctx = nmauth.NewContext(ctx, master)
+	}
+	err = cmd.run(ctx, c, o, rest)
 	c.logOut.Close()
 	if err != nil {
 		fmt.Fprintf(c.stderr, "nmauthd: %s\n", secrets.line(err))

@@ -123,7 +123,9 @@ func (m *metrics) instrument(cfg *nmauth.Config) {
 func (m *metrics) observeEvent(e nmauth.Event) {
 	m.events.WithLabelValues(string(e.Type)).Inc()
 	switch e.Type {
-	case nmauth.EventLoginSucceeded:
+	case nmauth.EventLoginSucceeded, nmauth.EventLoginSecondFactorRequired:
+		// The login route's answer: a right password that earned a
+		// pre-auth token counts as the success it is there.
 		m.logins.WithLabelValues(string(e.Kind), resultSuccess).Inc()
 	case nmauth.EventLoginFailed:
 		m.logins.WithLabelValues(string(e.Kind), resultWrong).Inc()

@@ -94,8 +94,8 @@ func userSSOLink(ctx context.Context, c *cli, o *options, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := store.AddLink(ctx, issuer, subject, info.Name); err != nil {
-			return err
+		if err := sso.LinkUser(ctx, b.auth, store, issuer, subject, info.Name); err != nil {
+			return adminError("user", name, err)
 		}
 		fmt.Fprintf(c.stdout, "user %q: single sign-on as %s at %s\n", info.Name, subject, issuer)
 		return nil
