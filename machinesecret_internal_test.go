@@ -71,6 +71,45 @@ func TestMachineSecretsRefused(t *testing.T) {
 	}
 }
 
+// TestMachineSecretEntropy: what a person types in a row or out of words
+// keeps argon2id however long it is, while 10,000 secrets of netclient's
+// and of crypto/rand.Text all qualify.
+func TestMachineSecretEntropy(t *testing.T) {
+	for _, s := range []string{
+		"abcdefghijklmnopqrstuvwxyz",
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+		"zyxwvutsrqponmlkjihgfedcba",
+		"qwertyuiopasdfghjklzxcvbnm",
+		"QWERTYUIOPASDFGHJKLZXCVBNM",
+		"mnbvcxzlkjhgfdsapoiuytrewq",
+		"correcthorsebatterystaple1",
+		"CorrectHorseBatteryStaple1",
+		"welcomepasswordadminsunshine",
+		"abcdefghijklmnopqrstuvwxyz0123456789",
+		"1234567890qwertyuiopasdfghjklzxcvbnm",
+	} {
+		if isMachineSecret(s) {
+			t.Errorf("%q qualifies as a machine secret (estimated %.0f bits)", s, secretBits(s, 5))
+		}
+	}
+	for name, make := range map[string]func() string{
+		"netclient's RandomString(32)": netclientSecret,
+		"crypto/rand.Text":             rand.Text,
+	} {
+		for range 10000 {
+			if s := make(); !isMachineSecret(s) {
+				t.Fatalf("%s: %q does not qualify (estimated %.0f bits)", name, s, secretBits(s, 5))
+			}
+		}
+	}
+	// A random secret with a short run or a word in it keeps its bits.
+	for _, s := range []string{"ABCDEFGQ7XK2MZ4PLW3HTN6VRJ", "PASSWORD7XK2MZ4PLW3HTN6VRJ"[:26]} {
+		if got := secretBits(s, 5); got < 128 {
+			t.Errorf("secretBits(%q) = %.1f, want the 130 of random text", s, got)
+		}
+	}
+}
+
 // TestMachineDigestForm: the stored form names its root secret, holds no
 // trace of the secret, and binds the host: two hosts with one secret, or
 // one host under two root secrets, store different digests.
@@ -113,6 +152,17 @@ func TestMachineDigestForm(t *testing.T) {
 	} {
 		if _, _, err := r1.checkMachineSecret(bad, "host-a", secret); err == nil {
 			t.Errorf("malformed %q was checked", bad)
+		}
+	}
+}
+
+// BenchmarkIsMachineSecret is the classification every host login makes
+// of its secret, for netclient's kind of secret.
+func BenchmarkIsMachineSecret(b *testing.B) {
+	s := netclientSecret()
+	for b.Loop() {
+		if !isMachineSecret(s) {
+			b.Fatal("netclient's secret does not qualify")
 		}
 	}
 }
