@@ -3,6 +3,7 @@ package nmauth
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // KeyCheckStore is implemented by a [Store] that keeps a check value for
@@ -37,27 +38,19 @@ func (a *Authenticator) CheckSecrets(ctx context.Context) error {
 			return err
 		}
 	}
-	sealed, unknown := 0, map[string]int{}
-	for after := ""; ; {
-		users, err := a.store.ListUsers(ctx, after, scanPage)
-		if err != nil {
-			return err
-		}
-		for _, u := range users {
-			if !u.TOTPEnabled() {
-				continue
-			}
-			sealed++
-			if id := a.ring.sealedKeyID(u.TOTPSecret); a.ring.byID(id) == nil {
-				unknown[id]++
-			}
-		}
-		if len(users) < scanPage {
-			break
-		}
-		after = users[len(users)-1].Name
+	byKey, err := a.sealedKeyIDs(ctx, inner)
+	if err != nil {
+		return err
 	}
-	if len(unknown) == sealed && sealed > 0 {
+	sealed, unsealable, unknown := 0, 0, map[string]int{}
+	for id, n := range byKey {
+		sealed += n
+		if a.ring.byID(id) == nil {
+			unknown[id] += n
+			unsealable += n
+		}
+	}
+	if unsealable == sealed && sealed > 0 {
 		return fmt.Errorf("%w: none of the %d stored TOTP secrets was sealed under a configured root secret", ErrSecretMismatch, sealed)
 	}
 	for id, n := range unknown {
@@ -65,6 +58,48 @@ func (a *Authenticator) CheckSecrets(ctx context.Context) error {
 			"add that root secret after the first and run reseal", ErrSecretMismatch, n, sealed, id)
 	}
 	return nil
+}
+
+// sealedScanTimeout bounds the one query that counts sealed TOTP secrets.
+const sealedScanTimeout = 30 * time.Second
+
+// keyIDCounter is implemented by a store that counts its sealed TOTP
+// secrets by key id without decoding its rows (the [SQLStore]).
+type keyIDCounter interface {
+	sealedKeyIDs(ctx context.Context) (map[string]int, error)
+}
+
+// sealedKeyIDs counts the stored TOTP secrets by the key id they are
+// sealed under: in one query where the store can, else by walking the
+// users.
+func (a *Authenticator) sealedKeyIDs(ctx context.Context, inner Store) (map[string]int, error) {
+	if kc, ok := inner.(keyIDCounter); ok {
+		// One query over the whole table at start, not a request's call:
+		// a bound of its own rather than StoreTimeout.
+		ctx, cancel := context.WithTimeout(ctx, max(a.cfg.StoreTimeout, sealedScanTimeout))
+		defer cancel()
+		ids, err := kc.sealedKeyIDs(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		}
+		return ids, nil
+	}
+	ids := map[string]int{}
+	for after := ""; ; {
+		users, err := a.store.ListUsers(ctx, after, scanPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range users {
+			if u.TOTPEnabled() {
+				ids[a.ring.sealedKeyID(u.TOTPSecret)]++
+			}
+		}
+		if len(users) < scanPage {
+			return ids, nil
+		}
+		after = users[len(users)-1].Name
+	}
 }
 
 func (a *Authenticator) checkKeyValues(ctx context.Context, ks KeyCheckStore) error {

@@ -3,6 +3,7 @@ package nmauth
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -309,6 +310,35 @@ func (s *SQLStore) HasAccounts(ctx context.Context) (bool, error) {
 	var n int64
 	err := s.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_users LIMIT 1) u) + (SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_hosts LIMIT 1) h)").Scan(&n)
 	return n > 0, wrapSQL("has accounts", err)
+}
+
+// sealedKeyIDs counts the users with a TOTP secret by the key id of the
+// root secret it is sealed under (bytes 1 to 8 of the sealed form), in one
+// query that reads that column alone, so that the root-secret check at
+// start decodes no row and is not stopped by a broken one.
+func (s *SQLStore) sealedKeyIDs(ctx context.Context) (map[string]int, error) {
+	kid := "substr(totp_secret, 2, 8)"
+	if s.dialect == DialectPostgres {
+		kid = "substring(totp_secret from 2 for 8)"
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT "+kid+", COUNT(*) FROM nmauth_users WHERE length(totp_secret) > 0 GROUP BY 1")
+	if err != nil {
+		return nil, wrapSQL("sealed key ids", err)
+	}
+	defer rows.Close()
+	ids := map[string]int{}
+	for rows.Next() {
+		var id []byte
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, wrapSQL("sealed key ids", err)
+		}
+		if len(id) < 8 {
+			id = nil // as keyRing.sealedKeyID names a sealed form too short to hold one
+		}
+		ids[hex.EncodeToString(id)] += n
+	}
+	return ids, wrapSQL("sealed key ids", rows.Err())
 }
 
 // Ping implements [Pinger] with a query on the store's own tables, so that
