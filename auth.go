@@ -690,6 +690,13 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 		switch {
 		case errors.Is(err, ErrNotFound) && isMachineSecret(secret):
 			a.ring.dummyMachineCheck(t.name, secret)
+			// The store work of a wrong secret's count (countFailure): an
+			// update, which a SQLStore commits for a missing record too,
+			// so that the answer's time does not tell which ids are held,
+			// and a store that cannot count refuses both alike.
+			if err := t.update(ctx, func(account) error { return nil }); err != nil && !errors.Is(err, ErrNotFound) {
+				return true, err
+			}
 			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 			return true, t.unknown
 		case errors.Is(err, ErrNotFound):

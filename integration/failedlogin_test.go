@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	crand "crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -38,6 +39,43 @@ func TestFailedLoginWrites(t *testing.T) {
 				unknown := writes() - before
 				if known != unknown || known == 0 {
 					t.Fatalf("a wrong password of alice wrote %d rows, one of an unknown name %d; want the same, and the attempt counted", known, unknown)
+				}
+			}
+		})
+	}
+}
+
+// TestFailedMachineLoginWrites: a host login with a machine secret writes
+// alike for a host that exists and a wrong secret and for an id nobody
+// holds, on SQLite and PostgreSQL.
+func TestFailedMachineLoginWrites(t *testing.T) {
+	for _, b := range sqlBackends {
+		t.Run(b.name, func(t *testing.T) {
+			if b.dialect == nmauth.DialectPostgres {
+				postgresDSN(t)
+			}
+			ctx := context.Background()
+			db := b.fresh(t)(t)
+			srv := newServer(t, newSQLStore(t, db, b.dialect), func(*nmauth.Config) {})
+			const known = "3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b"
+			if err := srv.auth.CreateHost(ctx, known, "", crand.Text()); err != nil {
+				t.Fatal(err)
+			}
+			writes := countWrites(t, db, b.dialect)
+			for i := range 3 {
+				before := writes()
+				if _, err := srv.auth.LoginHost(ctx, known, "", crand.Text()); !errors.Is(err, nmauth.ErrInvalidCredentials) {
+					t.Fatalf("wrong machine secret: %v", err)
+				}
+				wrong := writes() - before
+				before = writes()
+				nobody := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+				if _, err := srv.auth.LoginHost(ctx, nobody, "", crand.Text()); !errors.Is(err, nmauth.ErrUnknownHost) {
+					t.Fatalf("unknown host: %v", err)
+				}
+				unknown := writes() - before
+				if wrong != unknown || wrong == 0 {
+					t.Fatalf("a wrong machine secret of a host wrote %d rows, one of an unknown id %d; want the same, and the attempt counted", wrong, unknown)
 				}
 			}
 		})
