@@ -150,7 +150,7 @@ func (a *Authenticator) newHostCredential(ctx context.Context, id, password stri
 
 // CreateHost adds a host with a password under the same policy as users'.
 // A password that a program drew at random, 128 bits or more (see the
-// README's Security section), is kept as a keyed digest, which a login
+// security model in docs/security.md), is kept as a keyed digest, which a login
 // checks in microseconds; any other as a user's is. mac may be empty; when
 // set, it is the host's registered MAC address (see
 // [Config.RefuseMACChange]).

@@ -434,7 +434,7 @@ type UserLogin struct {
 // The attempt is counted against the account and the client address in
 // ctx (see [WithClientAddr]) before the password is checked; too many
 // failures from one address answer a [*RetryError] for [ErrThrottled] to
-// that address only (see the README's Security section for the rules).
+// that address only (see docs/security.md for the rules).
 func (a *Authenticator) LoginUser(ctx context.Context, username, password string) (UserLogin, error) {
 	name, nameErr := PrepareUsername(username)
 	pw, pwErr := preparePassword(password)
@@ -680,7 +680,7 @@ func (a *Authenticator) admitAndGrant(parent context.Context, left time.Duration
 // check, and only when it fails: guessing a 128-bit secret is hopeless
 // however many guesses slip through at once, and a guess still gets no
 // verdict unless its failure is recorded, so a Store that cannot record
-// answers a wrong secret 503, never 401. The README's Security section
+// answers a wrong secret 503, never 401. docs/security.md
 // says why this keeps every guarantee of the count before the check.
 func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret string,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {

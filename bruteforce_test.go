@@ -14,7 +14,7 @@ import (
 	"github.com/nmauth/nmauth"
 )
 
-// The TOTP attempt policy as the README documents it: a user's first 4
+// The TOTP attempt policy as docs/security.md documents it: a user's first 4
 // consecutive wrong codes cost nothing, the 5th makes the user wait 1 s,
 // and each further one doubles the wait up to 15 minutes, whatever
 // pre-auth token the codes come with. A pre-auth token lives 5 minutes.

@@ -445,7 +445,7 @@ func secretOf(t testing.TB, otpURL string) string {
 	return u.Query().Get("secret")
 }
 
-// The audiences of the four token kinds, as the README documents them.
+// The audiences of the four token kinds, as docs/embedding.md documents them.
 const (
 	audUser    = "nmauth:user"
 	audPreAuth = "nmauth:pre-auth"

@@ -138,7 +138,7 @@ type route struct {
 // fleet behind one address is not slowed by its own logins, while each
 // wrong guess, and each answer that proves nothing however it succeeds (a
 // ceremony begun, a redirect to a provider), costs one attempt (see the
-// README's "Behind a reverse proxy"). It names the client address to
+// "Behind a reverse proxy" in docs/nmauthd.md). It names the client address to
 // next's request context (see [WithClientAddr]), taken from the
 // connection or a trusted proxy's X-Forwarded-For
 // ([Config.TrustedProxies]), so that the login methods count attempts per

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	pngpkg "image/png"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -66,9 +68,6 @@ func TestBrowserDemoPage(t *testing.T) {
 	secret := strings.ReplaceAll(p.text("enroll-secret"), " ", "")
 	otpauth := "otpauth://totp/" + user + "?secret=" + secret
 	p.noTokenInPage()
-	if path := os.Getenv("NMAUTH_DEMO_SCREENSHOT"); path != "" {
-		p.screenshot(path)
-	}
 	p.do("type the enrollment code", chromedp.SendKeys(chromedp.ID("enroll-code"), totpCode(t, otpauth, time.Now())))
 	p.act("confirm enrollment", chromedp.Click(chromedp.CSS("#enroll-form button[type=submit]")), "Two-factor login is on")
 	codes := evaluate[[]string](p, `[...document.querySelectorAll("#recovery-codes li")].map(li => li.textContent)`)
@@ -148,6 +147,10 @@ type page struct {
 // openPage starts Chromium on the page at url. When the test fails, it
 // saves a screenshot to $NMAUTH_TEST_ARTIFACTS, or else to a temporary
 // directory, and logs the path.
+// viewportWidth is the width of the browser's window, and of a
+// screenshot.
+const viewportWidth = 1000
+
 func openPage(t *testing.T, url string) *page {
 	t.Helper()
 	artifacts := os.Getenv("NMAUTH_TEST_ARTIFACTS")
@@ -175,7 +178,7 @@ func openPage(t *testing.T, url string) *page {
 
 	// The first action starts the browser, which lives as long as ctx: it
 	// must have no timeout of its own.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1000, 800)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(viewportWidth, 800)); err != nil {
 		t.Fatalf("starting Chromium: %v", err)
 	}
 	go p.collectConsole()
@@ -373,6 +376,8 @@ func (p *page) noSecretInPage(secret string) {
 	p.noTokenInPage()
 }
 
+// screenshot saves the page as a PNG at path, and checks that it is one,
+// of the page's width.
 func (p *page) screenshot(path string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, browserStepLimit)
@@ -380,6 +385,10 @@ func (p *page) screenshot(path string) {
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		p.t.Fatalf("screenshot: %v", err)
+	}
+	cfg, err := pngpkg.DecodeConfig(bytes.NewReader(png))
+	if err != nil || cfg.Width != viewportWidth {
+		p.t.Fatalf("the screenshot is not a PNG %d pixels wide: %v, %+v", viewportWidth, err, cfg)
 	}
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		p.t.Fatal(err)

@@ -310,7 +310,7 @@ func (c *cli) usage(w io.Writer) {
 	fmt.Fprintln(w, "                 without it a SQLite database gets a 0600 file <db>.secret beside it")
 	fmt.Fprintln(w, "  NMAUTH_TRUSTED_PROXIES")
 	fmt.Fprintln(w, "                 the reverse proxies' addresses or CIDR prefixes, comma-separated, when no")
-	fmt.Fprintln(w, "                 --trusted-proxy is given (see the README's \"Behind a reverse proxy\")")
+	fmt.Fprintln(w, "                 --trusted-proxy is given (see docs/nmauthd.md, \"Behind a reverse proxy\")")
 	fmt.Fprintln(w, "  NMAUTH_SSO_CLIENT_SECRET")
 	fmt.Fprintln(w, "                 the client secret at the OpenID provider of --sso-issuer; required unless")
 	fmt.Fprintln(w, "                 --sso-public-client")

@@ -63,9 +63,6 @@ func TestBrowserPasskeys(t *testing.T) {
 	if counts["laptop"] < 2 {
 		t.Errorf("after two logins the page shows sign count %d, want at least 2", counts["laptop"])
 	}
-	if path := os.Getenv("NMAUTH_PASSKEY_SCREENSHOT"); path != "" {
-		p.screenshot(path)
-	}
 
 	out := mustRun(t, dir, env, "", "--db", db, "user", "passkeys", user)
 	row := regexp.MustCompile(`(?m)^laptop\s+\S+\s+\S+\s+` + strconv.Itoa(counts["laptop"]) + `\s+yes\s+[A-Za-z0-9_-]+$`)
@@ -77,6 +74,14 @@ func TestBrowserPasskeys(t *testing.T) {
 	// password alone logs in again.
 	p.do("type the master key", chromedp.SendKeys(chromedp.ID("admin-key"), vars["DEMO_MASTER_KEY"]))
 	p.act("open the admin view", chromedp.Click(chromedp.CSS("#admin-key-form button[type=submit]")), "Admin view open.")
+	// docs/demo-page.png is this view: a passkey listed, the admin view
+	// open. NMAUTH_DEMO_SCREENSHOT=$PWD/docs/demo-page.png makes it anew;
+	// without it the screenshot goes to a temporary directory.
+	shot := os.Getenv("NMAUTH_DEMO_SCREENSHOT")
+	if shot == "" {
+		shot = filepath.Join(t.TempDir(), "demo-page.png")
+	}
+	p.screenshot(shot)
 	p.act("reset the passkeys", p.adminClick("users", user, "passkeys-reset"), "User "+user+": passkeys reset")
 	p.act("refresh the revoked session", chromedp.Click(chromedp.ID("whoami-refresh")), "(HTTP 401)")
 	p.logInUser(user, password, "Logged in as "+user+".")

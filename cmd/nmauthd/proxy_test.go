@@ -81,12 +81,12 @@ func TestTrustedProxiesFromFlagOrEnv(t *testing.T) {
 	}
 }
 
-// nginxConfig is the nginx configuration of the README's "Behind a
+// nginxConfig is the nginx configuration of docs/nmauthd.md's "Behind a
 // reverse proxy", which TestBehindNginx runs.
 const nginxConfig = "testdata/nginx.conf"
 
-func TestREADMEHasTheNginxConfig(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestDocsHaveTheNginxConfig(t *testing.T) {
+	readme, err := os.ReadFile(guide)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,11 +97,11 @@ func TestREADMEHasTheNginxConfig(t *testing.T) {
 	_, section, _ := strings.Cut(string(readme), "## Behind a reverse proxy\n")
 	section, _, _ = strings.Cut(section, "\n## ")
 	if !strings.Contains(section, "```nginx\n"+string(conf)+"```\n") {
-		t.Errorf("README.md's \"Behind a reverse proxy\" does not hold %s as an nginx block; put it there verbatim", nginxConfig)
+		t.Errorf("%s's \"Behind a reverse proxy\" does not hold %s as an nginx block; put it there verbatim", guide, nginxConfig)
 	}
 }
 
-// TestBehindNginx runs nmauthd behind a real nginx with the README's
+// TestBehindNginx runs nmauthd behind a real nginx with the guide's
 // configuration, TLS included, and clients at two loopback addresses.
 // With --trusted-proxy they keep separate limits, and a forged
 // X-Forwarded-For, sent through nginx or straight to nmauthd, changes
@@ -237,7 +237,7 @@ type nginxProxy struct {
 	roots *x509.CertPool
 }
 
-// startNginx runs nginx with the README's configuration in front of
+// startNginx runs nginx with the guide's configuration in front of
 // upstream: listening on a free loopback port with a certificate made
 // here, and everything it writes under a temporary prefix, so that it
 // runs as root or not. One process, no daemon: the test stops it.
@@ -296,7 +296,7 @@ func startNginx(t *testing.T, bin, upstream string) *nginxProxy {
 	return &nginxProxy{url: "https://" + addr, roots: roots}
 }
 
-// readNginxConfig reads the README's configuration and makes each of the
+// readNginxConfig reads the guide's configuration and makes each of the
 // replacements, each of which must be found exactly once.
 func readNginxConfig(t *testing.T, replace map[string]string) string {
 	t.Helper()

@@ -172,7 +172,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		return err
 	}
 	if o.dev {
-		err := seedDemo(ctx, b, c.stdout, "http://"+ln.Addr().String(), masterSrc == nmauth.MasterKeyFromDefault)
+		err := seedDemo(ctx, b, c.stdout, ln.Addr(), masterSrc == nmauth.MasterKeyFromDefault)
 		if err != nil {
 			ln.Close()
 			return err
@@ -181,6 +181,9 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	c.log.Info("listening", "addr", ln.Addr().String(), "db", b.db.name,
 		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev,
 		"wire", o.wire, "cors_origins", o.corsOrigins.String(), "trusted_proxies", o.trustedProxies.String())
+	if o.demoPage && !o.dev {
+		c.log.Info("demo page", "url", "http://"+ln.Addr().String()+"/")
+	}
 	// The page offers a form for the master key; it is served only where
 	// the operator asked for it.
 	mux := newRoutes(b.auth, wire, o.dev || o.demoPage)

@@ -1,13 +1,17 @@
 # nmauth quickstart: every route of nmauthd with curl, jq and oathtool
 # (Debian: apt-get install curl jq oathtool).
 #
-# Start the demo server in one terminal:
+# Start the demo server in one terminal, at the root of a clone:
 #
 #   go run ./cmd/nmauthd serve --dev
 #
-# It prints the demo accounts as shell variables, once, on an empty
-# database. Paste those lines into another terminal, then paste this file.
+# It prints the demo accounts as export lines, with their passwords once,
+# on an empty database. Paste those lines into another terminal, then run
+# this file: bash cmd/nmauthd/testdata/quickstart.sh. It can run again:
+# step 0 turns off the TOTP that an earlier run turned on.
 # (Delete nmauth.db and nmauth.db.secret to start afresh.)
+
+set -euo pipefail
 
 NMAUTH_URL=${NMAUTH_URL:-http://127.0.0.1:8081}
 DEMO_USER=${DEMO_USER:-demo}
@@ -23,6 +27,14 @@ post() {
     -H 'Content-Type: application/json' --data "$3"
 }
 
+# 0. If an earlier run turned TOTP on, the password alone gives only a
+#    pre-auth token: turn TOTP off with the master key, as an admin would.
+LOGIN=$(jq -n --arg u "$DEMO_USER" --arg pw "$DEMO_PASSWORD" '{username: $u, password: $pw}')
+if post /api/users/adm/authenticate "" "$LOGIN" | jq -e '.response.totpRequired' >/dev/null; then
+  : "${DEMO_MASTER_KEY:?TOTP is on from an earlier run; paste the DEMO_MASTER_KEY line to turn it off}"
+  post "/api/admin/users/$DEMO_USER/totp-reset" "$DEMO_MASTER_KEY" "{}" | jq -er .message
+fi
+
 # 1. A host logs in with its id and password, and gets a host token.
 HOST_TOKEN=$(post /api/hosts/adm/authenticate "" \
   "$(jq -n --arg id "$DEMO_HOST" --arg pw "$DEMO_HOST_PASSWORD" '{id: $id, password: $pw}')" |
@@ -30,7 +42,6 @@ HOST_TOKEN=$(post /api/hosts/adm/authenticate "" \
 curl -sS --fail-with-body -H "Authorization: Bearer $HOST_TOKEN" "$NMAUTH_URL/api/whoami"
 
 # 2. The user logs in with a password alone, and gets a user token.
-LOGIN=$(jq -n --arg u "$DEMO_USER" --arg pw "$DEMO_PASSWORD" '{username: $u, password: $pw}')
 USER_TOKEN=$(post /api/users/adm/authenticate "" "$LOGIN" | jq -er .response.authToken)
 curl -sS --fail-with-body -H "Authorization: Bearer $USER_TOKEN" "$NMAUTH_URL/api/whoami"
 
