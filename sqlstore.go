@@ -466,7 +466,7 @@ func (s *SQLStore) migrate(ctx context.Context) error {
 			return s.migrateTo(ctx, tx, i+1)
 		})
 		if err != nil {
-			return err
+			return s.schemaPrivilegeHint(ctx, err)
 		}
 	}
 	return nil
