@@ -1,4 +1,4 @@
-package passkey_test
+package tests_test
 
 import (
 	"bytes"

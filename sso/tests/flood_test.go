@@ -1,4 +1,4 @@
-package sso_test
+package tests_test
 
 import (
 	"context"
