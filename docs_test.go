@@ -249,3 +249,29 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestDocsGoVersions checks the Go versions the README states: the
+// library's is its go.mod's, and that of `go test work` is go.work's.
+func TestDocsGoVersions(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, claim string }{
+		{"go.mod", "The library needs Go %s or\nlater (its `go.mod` says `go %s.0`)"},
+		{"go.work", "`go test\nwork` needs Go %s (the `go` line of `go.work`"},
+	} {
+		text, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)^go (1\.[0-9]+)\.0$`).FindStringSubmatch(string(text))
+		if m == nil {
+			t.Fatalf("%s has no go line of the form go 1.N.0", c.file)
+		}
+		want := strings.ReplaceAll(c.claim, "%s", m[1])
+		if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("README.md does not say %q, as %s's go line %s.0 makes true", want, c.file, m[1])
+		}
+	}
+}
