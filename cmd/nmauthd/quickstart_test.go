@@ -152,3 +152,24 @@ func devVariables(t *testing.T, stdout string) map[string]string {
 	}
 	return vars
 }
+
+// TestDemoPageAddressLogged checks that serve --demo-page, without --dev,
+// says at start where the page is, and that the page is there.
+func TestDemoPageAddressLogged(t *testing.T) {
+	dir := t.TempDir()
+	d := startDaemon(t, dir, baseEnv("MASTER_KEY="+testMasterKey), "--demo-page")
+	d.waitHealthy()
+	m := regexp.MustCompile(`demo page.*url=(http://127\.0\.0\.1:[0-9]+/)`).FindStringSubmatch(d.stderr.String())
+	if m == nil || m[1] != d.url+"/" {
+		t.Fatalf("serve --demo-page logged no demo page address at %s/:\n%s", d.url, d.stderr.String())
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s: %d, want the page", m[1], resp.StatusCode)
+	}
+	d.stop()
+}
