@@ -344,7 +344,10 @@ type Authenticator struct {
 	// access keeps the access tokens; nil when the Store does not.
 	access  *guardedTokens
 	clients *clientLimiter
-	log     *slog.Logger
+	// writes queues the writes of right host logins; nil when the Store
+	// does not batch them.
+	writes *hostWriter
+	log    *slog.Logger
 }
 
 // New validates cfg, fills its defaults and returns an Authenticator.
@@ -401,6 +404,7 @@ func New(cfg Config) (*Authenticator, error) {
 		status:   newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store, accessStore)),
 		access:   access,
 		clients:  newClientLimiter(cfg),
+		writes:   newHostWriter(cfg.Store, cfg.Logger),
 		log:      cfg.Logger,
 	}
 	return a, nil
@@ -728,10 +732,12 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 	return true, errHashChangedTooOften
 }
 
-// grantMachine grants the login of a right machine secret: without a
-// write when it changes nothing, else through
-// [Authenticator.grantLogin]. Nothing was counted, so a refusal by admit
-// or by grant (a MAC address the host may not use) has nothing to undo.
+// grantMachine grants the login of a right machine secret, minting its
+// token from the record read: without a write when it changes nothing,
+// else with a write queued for the next batch (see [HostBatchStore]), or
+// through [Authenticator.grantLogin] when the Store does not batch or the
+// queue is full. Nothing was counted, so a refusal by admit or by grant
+// (a MAC address the host may not use) has nothing to undo.
 func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc account, secret string, upgrade bool,
 	client string, admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
 	if admit != nil {
@@ -739,12 +745,25 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 			return err
 		}
 	}
-	if upgrade || grantChanges(acc, client) {
-		hash := *acc.hash
-		_, err := a.grantLogin(ctx, t, hash, a.newCredential(t, hash, secret, upgrade), client, grant)
-		return err
+	write := upgrade || grantChanges(acc, client)
+	credential := ""
+	if write {
+		credential = a.newCredential(t, *acc.hash, secret, upgrade)
+		if a.writes == nil {
+			_, err := a.grantLogin(ctx, t, *acc.hash, credential, client, grant)
+			return err
+		}
 	}
 	if err := grant(acc, a.now()); err != nil {
+		return err
+	}
+	// The token carries the generation read, so the write can wait for
+	// the next batch: a disable or a new secret meanwhile moves the
+	// generation on and refuses the token, and the write, which applies
+	// only to the digest checked on a host not disabled, undoes neither.
+	// A full queue makes the write now, with the token minted in it.
+	if write && !a.writes.enqueue(newHostWrite(t.name, acc, credential, client)) {
+		_, err := a.grantLogin(ctx, t, *acc.hash, credential, client, grant)
 		return err
 	}
 	a.known.note(clientOfContext(ctx))

@@ -57,6 +57,21 @@ func (s *countingStore) UpdateHost(ctx context.Context, id string, fn func(*nmau
 	return err
 }
 
+func (s *countingStore) UpdateHosts(ctx context.Context, updates []nmauth.HostUpdate) error {
+	if s.failWrites.Load() {
+		return errors.New("disk full")
+	}
+	if err := s.MemoryStore.UpdateHosts(ctx, updates); err != nil {
+		return err
+	}
+	for _, u := range updates {
+		if u.Err == nil {
+			s.writes.Add(1)
+		}
+	}
+	return nil
+}
+
 func (s *countingStore) counts() (reads, writes int64) { return s.reads.Load(), s.writes.Load() }
 
 type machineFixture struct {
@@ -78,8 +93,17 @@ func newMachineFixture(t *testing.T, store *countingStore, secrets ...[]byte) ma
 	return machineFixture{auth: auth, store: store, ctx: ctx}
 }
 
+// flush waits for the host writes the logins queued.
+func (f machineFixture) flush(t *testing.T) {
+	t.Helper()
+	if err := f.auth.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f machineFixture) stored(t *testing.T, id string) string {
 	t.Helper()
+	f.flush(t)
 	h, err := f.store.MemoryStore.GetHost(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +161,7 @@ func TestMachineLoginWritesNothing(t *testing.T) {
 		if p, err := f.auth.CheckBearer(f.ctx, got.AuthToken); err != nil || p.Name != "h1" || p.Kind != nmauth.KindHost {
 			t.Fatalf("CheckBearer = %+v, %v", p, err)
 		}
+		f.flush(t)
 		r1, w1 := f.store.counts()
 		return r1 - r0, w1 - w0
 	}
@@ -190,6 +215,7 @@ func TestMachineFailuresCounted(t *testing.T) {
 		t.Errorf("right secret from another address: %v", err)
 	}
 
+	f.flush(t)
 	f.store.failWrites.Store(true)
 	if _, err := f.auth.LoginHost(other, "h1", "", netclientPassword()); !errors.Is(err, nmauth.ErrStoreUnavailable) {
 		t.Errorf("wrong secret, store cannot write: %v, want ErrStoreUnavailable", err)
@@ -404,6 +430,9 @@ func TestMachineNodeLogin(t *testing.T) {
 	}
 	if got, err := auth.LoginNode(ctx, "net1", "h1", "", secret); err != nil || got.Network != "net1" {
 		t.Errorf("LoginNode = %+v, %v", got, err)
+	}
+	if err := auth.Shutdown(ctx); err != nil {
+		t.Fatal(err)
 	}
 	_, w0 := store.counts()
 	if _, err := auth.LoginNode(ctx, "net2", "h1", "", secret); !errors.Is(err, nmauth.ErrForbidden) {

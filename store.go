@@ -254,8 +254,9 @@ type MemoryStore struct {
 }
 
 var (
-	_ Store         = (*MemoryStore)(nil)
-	_ KeyCheckStore = (*MemoryStore)(nil)
+	_ Store          = (*MemoryStore)(nil)
+	_ KeyCheckStore  = (*MemoryStore)(nil)
+	_ HostBatchStore = (*MemoryStore)(nil)
 )
 
 // NewMemoryStore returns an empty [MemoryStore].
@@ -406,6 +407,31 @@ func (s *MemoryStore) UpdateHost(ctx context.Context, id string, fn func(*Host) 
 	}
 	h.ID = id
 	s.hosts[id] = h
+	return nil
+}
+
+// UpdateHosts implements [HostBatchStore]: the updates are applied in
+// order under the store's lock.
+func (s *MemoryStore) UpdateHosts(ctx context.Context, updates []HostUpdate) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range updates {
+		u := &updates[i]
+		h, ok := s.hosts[u.ID]
+		if !ok {
+			u.Err = ErrNotFound
+			continue
+		}
+		h = cloneHost(h)
+		if u.Err = u.Fn(&h); u.Err != nil {
+			continue
+		}
+		h.ID = u.ID
+		s.hosts[u.ID] = h
+	}
 	return nil
 }
 

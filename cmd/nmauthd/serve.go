@@ -204,7 +204,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	if o.accessLog {
 		h = logRequests(c.log, h)
 	}
-	return runServer(ctx, newHTTPServer(h, c.log), ln, c.log)
+	return runServer(ctx, newHTTPServer(h, c.log), ln, c.log, b.auth.Shutdown)
 }
 
 // corsHeaders are the request headers a web UI on another origin may send:
@@ -238,12 +238,17 @@ func listen(addr string, dev bool) (net.Listener, error) {
 	return ln, nil
 }
 
-func runServer(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger) error {
+// runServer serves until ctx ends, then shuts srv down and, once no
+// request runs, calls drain, which makes the writes the Authenticator
+// still holds (see nmauth.Authenticator.Shutdown).
+func runServer(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger, drain func(context.Context) error) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		return err
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, drain(sctx))
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "timeout", shutdownTimeout)
@@ -253,6 +258,7 @@ func runServer(ctx context.Context, srv *http.Server, ln net.Listener, log *slog
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
+	err = errors.Join(err, drain(sctx))
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
