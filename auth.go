@@ -82,6 +82,11 @@ type Config struct {
 	// deadline ran out behind the others. Default to 4 per CPU and 16384;
 	// a negative queue queues none.
 	HostLoginConcurrency, HostLoginQueue int
+	// HostWriteQueue bounds how many writes of right host logins wait to
+	// be applied in a batch, when the Store is a [HostBatchStore]; past it
+	// a login makes its write itself, before it answers. Defaults to
+	// 16384; a negative value queues none.
+	HostWriteQueue int
 	// QueueTimeout bounds how long a login waits for its turn, for a
 	// hashing slot or a host login's; past it the login fails with
 	// [ErrOverloaded] (503 with Retry-After over HTTP). Defaults to 10
@@ -227,6 +232,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HostLoginQueue == 0 {
 		c.HostLoginQueue = 16384
+	}
+	if c.HostWriteQueue == 0 {
+		c.HostWriteQueue = defaultHostWriteQueue
 	}
 	def(&c.QueueTimeout, defaultQueueTimeout)
 	if c.ClientRate == 0 {
@@ -404,7 +412,7 @@ func New(cfg Config) (*Authenticator, error) {
 		status:   newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store, accessStore)),
 		access:   access,
 		clients:  newClientLimiter(cfg),
-		writes:   newHostWriter(cfg.Store, cfg.Logger),
+		writes:   newHostWriter(cfg.Store, cfg.HostWriteQueue, cfg.Logger),
 		log:      cfg.Logger,
 	}
 	return a, nil

@@ -44,9 +44,8 @@ type HostUpdate struct {
 	Err error
 }
 
-// hostWriteQueue bounds how many host writes wait; past it a login makes
-// its write itself, as it would with a Store that does not batch.
-const hostWriteQueue = 16384
+// defaultHostWriteQueue is the default of [Config.HostWriteQueue].
+const defaultHostWriteQueue = 16384
 
 // hostWriteBatch bounds how many writes one transaction applies.
 const hostWriteBatch = 1024
@@ -126,16 +125,16 @@ type hostWriter struct {
 	busy int
 }
 
-// newHostWriter returns the writer of store, or nil when store does not
-// batch.
-func newHostWriter(store Store, log *slog.Logger) *hostWriter {
+// newHostWriter returns the writer of store, which queues at most bound
+// writes, or nil when store does not batch or bound is negative.
+func newHostWriter(store Store, bound int, log *slog.Logger) *hostWriter {
 	b, ok := store.(HostBatchStore)
-	if !ok {
+	if !ok || bound < 0 {
 		return nil
 	}
 	idle := make(chan struct{})
 	close(idle)
-	return &hostWriter{store: b, log: log, bound: hostWriteQueue, idle: idle}
+	return &hostWriter{store: b, log: log, bound: bound, idle: idle}
 }
 
 // enqueue queues w; it reports false, queuing nothing, when the queue is
