@@ -978,7 +978,7 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 	t := loginTarget{kind: kind, name: id, unknown: ErrUnknownHost, update: func(ctx context.Context, fn func(account) error) error {
 		return a.store.UpdateHost(ctx, id, func(h *Host) error { return fn(hostAccount(h)) })
 	}, read: func(ctx context.Context) (account, error) {
-		h, err := a.store.GetHost(ctx, id)
+		h, err := a.guard.getHostLogin(ctx, id)
 		return hostAccount(&h), err
 	}}
 	var admitHost func(context.Context) error

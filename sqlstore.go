@@ -73,6 +73,8 @@ type SQLStore struct {
 	// lockHostStmt and updateHostStmt are the statements of a batch of
 	// host updates, prepared as getHost is.
 	lockHostStmt, updateHostStmt *sql.Stmt
+	// getHostLogin is GetHostLogin's statement, prepared as getHost is.
+	getHostLogin *sql.Stmt
 }
 
 var (
@@ -123,6 +125,9 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d Dialect) (*SQLStore, error) 
 	}
 	if s.getHost, err = db.PrepareContext(ctx, s.q.getHost); err != nil {
 		return nil, wrapSQL("prepare get host", err)
+	}
+	if s.getHostLogin, err = db.PrepareContext(ctx, hostLoginSQL(s.q)); err != nil {
+		return nil, wrapSQL("prepare get host login", err)
 	}
 	if s.lockHostStmt, err = db.PrepareContext(ctx, s.q.lockHost); err != nil {
 		return nil, wrapSQL("prepare lock host", err)
