@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nmauth/nmauth"
 )
@@ -264,6 +265,37 @@ func TestHostWritesFullQueue(t *testing.T) {
 			if id := fmt.Sprintf("full-%d", i); !knownTo(t, s, id, i) {
 				t.Errorf("%s: its login's address is not recorded", id)
 			}
+		}
+	})
+}
+
+// TestShutdownWaitsForWrites: Shutdown does not return while a login's
+// write waits for the Store, but at its context's end, with an error; once
+// the Store takes the write, it returns nil with the write made.
+func TestShutdownWaitsForWrites(t *testing.T) {
+	batchStores(t, func(t *testing.T, s nmauth.Store) {
+		a, g := newGatedAuth(t, s, 0)
+		secret := machineSecret(t)
+		if err := a.CreateHost(context.Background(), "held", "", secret); err != nil {
+			t.Fatal(err)
+		}
+		g.gate.Lock()
+		if _, err := a.LoginHost(fromAddr(1), "held", "", secret); err != nil {
+			g.gate.Unlock()
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		err := a.Shutdown(ctx)
+		g.gate.Unlock()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown while the write is held = %v, want the context's end", err)
+		}
+		if err := a.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if !knownTo(t, s, "held", 1) {
+			t.Error("the login's address is not recorded after Shutdown")
 		}
 	})
 }
