@@ -686,7 +686,9 @@ func (a *Authenticator) admitAndGrant(parent context.Context, left time.Duration
 // generation read, so a revocation or a new secret that moves it on
 // refuses the token as it refuses every older one. A write happens only
 // when something changes: failures to reset, a client address not yet
-// known to the host, a digest under a root secret other than the first.
+// known to the host, a digest under a root secret other than the first;
+// with a [HostBatchStore] it waits for the next batch (see
+// [Authenticator.grantMachine]).
 //
 // Unlike a password, a machine secret's attempt is counted after the
 // check, and only when it fails: guessing a 128-bit secret is hopeless
