@@ -17,7 +17,8 @@ import (
 // TestFigureDocs* hold to the code.
 var figureDocs = []string{"BENCHMARKS.md", "RELIABILITY.md"}
 
-func readDoc(t *testing.T, name string) string {
+// figReadDoc reads a document of the repository's root.
+func figReadDoc(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(name)
 	if err != nil {
@@ -26,10 +27,10 @@ func readDoc(t *testing.T, name string) string {
 	return string(b)
 }
 
-// headingAnchors gives the anchors GitHub makes of a Markdown document's
+// figHeadingAnchors gives the anchors GitHub makes of a Markdown document's
 // headings: lower case, punctuation dropped, spaces as hyphens, a repeat
 // numbered.
-func headingAnchors(doc string) map[string]bool {
+func figHeadingAnchors(doc string) map[string]bool {
 	anchors := map[string]bool{}
 	seen := map[string]int{}
 	inCode := false
@@ -61,15 +62,16 @@ func headingAnchors(doc string) map[string]bool {
 	return anchors
 }
 
-var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+// figMdLink is the target of a Markdown link.
+var figMdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
 // TestFigureDocsLinksResolve checks that every relative link of the
 // figure documents names a file of the repository, and an anchor a
 // heading of its document.
 func TestFigureDocsLinksResolve(t *testing.T) {
 	for _, name := range figureDocs {
-		doc := readDoc(t, name)
-		links := mdLink.FindAllStringSubmatch(doc, -1)
+		doc := figReadDoc(t, name)
+		links := figMdLink.FindAllStringSubmatch(doc, -1)
 		for _, m := range links {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
@@ -86,25 +88,25 @@ func TestFigureDocsLinksResolve(t *testing.T) {
 				if anchor == "" || !strings.HasSuffix(path, ".md") {
 					continue
 				}
-				linked = readDoc(t, full)
+				linked = figReadDoc(t, full)
 			}
-			if anchor != "" && !headingAnchors(linked)[anchor] {
+			if anchor != "" && !figHeadingAnchors(linked)[anchor] {
 				t.Errorf("%s links to %s, whose document has no heading of that anchor", name, target)
 			}
 		}
 	}
 }
 
-// fileName is a path of the repository as the documents name one: a Go
+// figFileName is a path of the repository as the documents name one: a Go
 // file, a Markdown document or a script, with its directories.
-var fileName = regexp.MustCompile(`(?:^|[\s(\x60'"])((?:[\w.-]+/)*[\w-]+\.(?:go|md|sh|yaml|yml|sql))(?:$|[\s),.:;\x60'"])`)
+var figFileName = regexp.MustCompile(`(?:^|[\s(\x60'"])((?:[\w.-]+/)*[\w-]+\.(?:go|md|sh|yaml|yml|sql))(?:$|[\s),.:;\x60'"])`)
 
 // TestFigureDocsNameOnlyFilesThatExist checks that every file the figure
 // documents name, by its path from the repository's root, is there.
 func TestFigureDocsNameOnlyFilesThatExist(t *testing.T) {
 	for _, name := range figureDocs {
-		for _, line := range strings.Split(readDoc(t, name), "\n") {
-			for _, m := range fileName.FindAllStringSubmatch(line, -1) {
+		for _, line := range strings.Split(figReadDoc(t, name), "\n") {
+			for _, m := range figFileName.FindAllStringSubmatch(line, -1) {
 				if strings.Contains(line, "://"+m[1]) {
 					continue
 				}
@@ -116,16 +118,16 @@ func TestFigureDocsNameOnlyFilesThatExist(t *testing.T) {
 	}
 }
 
-// benchSources are the directories whose benchmarks the documents cite.
-var benchSources = []string{".", "integration"}
+// figBenchSources are the directories whose benchmarks the documents cite.
+var figBenchSources = []string{".", "integration"}
 
-// benchmarkNames reads the test files of benchSources: the names of their
-// Benchmark functions, and every string literal (the sub-benchmarks'
+// figBenchmarkNames reads the test files of figBenchSources: the names of
+// their Benchmark functions, and every string literal (the sub-benchmarks'
 // names are made of them).
-func benchmarkNames(t *testing.T) (funcs []string, literals []string) {
+func figBenchmarkNames(t *testing.T) (funcs []string, literals []string) {
 	t.Helper()
 	fset := token.NewFileSet()
-	for _, dir := range benchSources {
+	for _, dir := range figBenchSources {
 		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -153,12 +155,12 @@ func benchmarkNames(t *testing.T) (funcs []string, literals []string) {
 	return funcs, literals
 }
 
-// benchFlag is a -bench or -test.bench flag and its pattern, quoted or not.
-var benchFlag = regexp.MustCompile(`-(?:test\.)?bench(?:=|\s+)(?:'([^']*)'|"([^"]*)"|([^\s\x60]+))`)
+// figBenchFlag is a -bench or -test.bench flag and its pattern, quoted or not.
+var figBenchFlag = regexp.MustCompile(`-(?:test\.)?bench(?:=|\s+)(?:'([^']*)'|"([^"]*)"|([^\s\x60]+))`)
 
-// splitTop splits a pattern at sep where no bracket or parenthesis is
+// figSplitTop splits a pattern at sep where no bracket or parenthesis is
 // open, as the testing package splits -bench at its slashes.
-func splitTop(pattern string, sep byte) []string {
+func figSplitTop(pattern string, sep byte) []string {
 	var parts []string
 	depth, start := 0, 0
 	for i := 0; i < len(pattern); i++ {
@@ -177,7 +179,7 @@ func splitTop(pattern string, sep byte) []string {
 	return append(parts, pattern[start:])
 }
 
-var subWord = regexp.MustCompile(`[A-Za-z0-9][\w=.-]*`)
+var figSubWord = regexp.MustCompile(`[A-Za-z0-9][\w=.-]*`)
 
 // TestBenchmarksDocBenchNamesExist checks that every benchmark a -bench
 // pattern of BENCHMARKS.md names exists: the first level of each
@@ -186,9 +188,9 @@ var subWord = regexp.MustCompile(`[A-Za-z0-9][\w=.-]*`)
 // files spell, of which the sub-benchmarks' names are made. It reads the sources rather
 // than running anything.
 func TestBenchmarksDocBenchNamesExist(t *testing.T) {
-	funcs, literals := benchmarkNames(t)
-	doc := readDoc(t, "BENCHMARKS.md")
-	patterns := benchFlag.FindAllStringSubmatch(doc, -1)
+	funcs, literals := figBenchmarkNames(t)
+	doc := figReadDoc(t, "BENCHMARKS.md")
+	patterns := figBenchFlag.FindAllStringSubmatch(doc, -1)
 	if len(patterns) < 5 {
 		t.Fatalf("found %d -bench patterns in BENCHMARKS.md; the pattern of this test no longer reads its commands", len(patterns))
 	}
@@ -199,8 +201,8 @@ func TestBenchmarksDocBenchNamesExist(t *testing.T) {
 		}
 		// As the testing package reads -bench: alternatives at the top,
 		// each a path of levels.
-		for _, alt := range splitTop(pattern, '|') {
-			levels := splitTop(alt, '/')
+		for _, alt := range figSplitTop(pattern, '|') {
+			levels := figSplitTop(alt, '/')
 			top := levels[0]
 			re, err := regexp.Compile(top)
 			if err != nil {
@@ -218,7 +220,7 @@ func TestBenchmarksDocBenchNamesExist(t *testing.T) {
 				t.Errorf("-bench %q: no benchmark function matches %q", pattern, top)
 			}
 			for _, level := range levels[1:] {
-				for _, w := range subWord.FindAllString(level, -1) {
+				for _, w := range figSubWord.FindAllString(level, -1) {
 					found := false
 					for _, l := range literals {
 						if strings.Contains(l, w) {
@@ -235,8 +237,8 @@ func TestBenchmarksDocBenchNamesExist(t *testing.T) {
 	}
 }
 
-// toolFlags are the flags a command defines, read from its sources.
-func toolFlags(t *testing.T, glob string) map[string]bool {
+// figToolFlags are the flags a command defines, read from its sources.
+func figToolFlags(t *testing.T, glob string) map[string]bool {
 	t.Helper()
 	files, err := filepath.Glob(glob)
 	if err != nil || len(files) == 0 {
@@ -259,15 +261,15 @@ func toolFlags(t *testing.T, glob string) map[string]bool {
 	return flags
 }
 
-// commandFlag is a flag given to a command: -name or --name after a space.
-var commandFlag = regexp.MustCompile(`\s--?([a-z][a-z0-9.-]*)`)
+// figCommandFlag is a flag given to a command: -name or --name after a space.
+var figCommandFlag = regexp.MustCompile(`\s--?([a-z][a-z0-9.-]*)`)
 
-var codeSpan = regexp.MustCompile("`([^`]+)`")
+var figCodeSpan = regexp.MustCompile("`([^`]+)`")
 
-// docCode gives a Markdown document's code: the lines of its code blocks,
+// figDocCode gives a Markdown document's code: the lines of its code blocks,
 // fenced or indented, and its inline code spans, with a shell line's
 // continuations joined.
-func docCode(doc string) []string {
+func figDocCode(doc string) []string {
 	var code []string
 	fenced := false
 	for _, line := range strings.Split(strings.ReplaceAll(doc, "\\\n", " "), "\n") {
@@ -280,7 +282,7 @@ func docCode(doc string) []string {
 			}
 			code = append(code, line)
 		default:
-			for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
+			for _, m := range figCodeSpan.FindAllStringSubmatch(line, -1) {
 				code = append(code, m[1])
 			}
 		}
@@ -292,19 +294,19 @@ func docCode(doc string) []string {
 // give nmauth-load or nmauthd in their commands is one the tool defines.
 func TestFigureDocsToolFlagsExist(t *testing.T) {
 	tools := map[string]map[string]bool{
-		"nmauth-load": toolFlags(t, "cmd/nmauth-load/*.go"),
-		"nmauthd":     toolFlags(t, "cmd/nmauthd/*.go"),
+		"nmauth-load": figToolFlags(t, "cmd/nmauth-load/*.go"),
+		"nmauthd":     figToolFlags(t, "cmd/nmauthd/*.go"),
 	}
 	checked := 0
 	for _, name := range figureDocs {
-		for _, line := range docCode(readDoc(t, name)) {
+		for _, line := range figDocCode(figReadDoc(t, name)) {
 			for tool, flags := range tools {
 				for _, seg := range strings.Split(line, tool+" ")[1:] {
 					// The command ends where the shell takes over.
 					if i := strings.IndexAny(seg, "&|;#"); i >= 0 {
 						seg = seg[:i]
 					}
-					for _, m := range commandFlag.FindAllStringSubmatch(" "+seg, -1) {
+					for _, m := range figCommandFlag.FindAllStringSubmatch(" "+seg, -1) {
 						checked++
 						if !flags[m[1]] {
 							t.Errorf("%s gives %s the flag -%s, which it does not define: %q", name, tool, m[1], line)
@@ -319,25 +321,25 @@ func TestFigureDocsToolFlagsExist(t *testing.T) {
 	}
 }
 
-// commitHash is how the documents name a commit: 7 to 40 hex digits, with
+// figCommitHash is how the documents name a commit: 7 to 40 hex digits, with
 // a letter and a digit among them.
-var commitHash = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+var figCommitHash = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
 
-// figureUnit marks a measured figure: a time, a size or a rate.
-var figureUnit = regexp.MustCompile(`\d\s?(?:ns|µs|ms|MiB|KiB|req/s|logins/s)\b|[0-9]\.[0-9]+×`)
+// figUnit marks a measured figure: a time, a size or a rate.
+var figUnit = regexp.MustCompile(`\d\s?(?:ns|µs|ms|MiB|KiB|req/s|logins/s)\b|[0-9]\.[0-9]+×`)
 
 // TestFigureDocsNameTheirCommits checks that every section of the figure
 // documents that gives a figure names a commit it was measured on.
 func TestFigureDocsNameTheirCommits(t *testing.T) {
 	for _, name := range figureDocs {
-		sections := strings.Split("\n"+readDoc(t, name), "\n## ")
+		sections := strings.Split("\n"+figReadDoc(t, name), "\n## ")
 		for _, s := range sections[1:] {
 			heading, _, _ := strings.Cut(s, "\n")
-			if !figureUnit.MatchString(s) {
+			if !figUnit.MatchString(s) {
 				continue
 			}
 			named := false
-			for _, h := range commitHash.FindAllString(s, -1) {
+			for _, h := range figCommitHash.FindAllString(s, -1) {
 				if strings.ContainsAny(h, "abcdef") && strings.ContainsAny(h, "0123456789") {
 					named = true
 					break
