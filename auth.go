@@ -108,12 +108,13 @@ type Config struct {
 	// Store on every check.
 	StatusCacheSize int
 	// TokenCacheSize bounds how many verified tokens the bearer check
-	// remembers, each until its token expires; past it the tokens least
-	// likely to be presented again are dropped one by one. A token is
+	// remembers, each until its token expires; past it a new token takes
+	// the place of an expired one or of one drawn at random. A token is
 	// remembered from its second check on, so that tokens presented once
-	// never displace those presented again. Defaults to 200000, which holds
-	// the tokens of a fleet of 100000 hosts, each with the token it uses
-	// and the one it logs in for next; a negative value disables the cache.
+	// never displace those presented again. The cache takes memory as it
+	// fills, under 200 bytes a token. Defaults to 2000000, which holds the
+	// tokens of a fleet of a million hosts, each with the token it uses and
+	// the one it logs in for next; a negative value disables the cache.
 	TokenCacheSize int
 
 	// ClientRate is how many login and verify-totp attempts per second
@@ -244,7 +245,7 @@ func (c *Config) setDefaults() {
 		c.ClientBurst = 20
 	}
 	if c.TokenCacheSize == 0 {
-		c.TokenCacheSize = 200000
+		c.TokenCacheSize = 2000000
 	}
 	if c.StatusCacheSize == 0 {
 		c.StatusCacheSize = 200000
