@@ -112,7 +112,7 @@ type Config struct {
 	// the place of an expired one or of one drawn at random. A token is
 	// remembered from its second check on, so that tokens presented once
 	// never displace those presented again. The cache takes memory as it
-	// fills, under 200 bytes a token. Defaults to 2000000, which holds the
+	// fills, about 190 bytes a node token. Defaults to 2000000, which holds the
 	// tokens of a fleet of a million hosts, each with the token it uses and
 	// the one it logs in for next; a negative value disables the cache.
 	TokenCacheSize int
