@@ -162,9 +162,9 @@ type Config struct {
 	// that the Authenticator does not keep itself, such as a passkey (see
 	// the passkey package): a right password of such a user earns a
 	// pre-auth token, as with TOTP on, which the application redeems with
-	// [Authenticator.RedeemPreAuth] once it has checked that factor. It is
+	// [Extension.RedeemPreAuth] once it has checked that factor. It is
 	// asked only once the password is right, with what
-	// [Authenticator.LookupUser] tells of the user then; an error fails
+	// [Admin.LookupUser] tells of the user then; an error fails
 	// the login as a Store fault does. Nil leaves TOTP the only second
 	// factor.
 	SecondFactor func(ctx context.Context, user UserInfo) (bool, error)
@@ -181,6 +181,13 @@ type Config struct {
 	// host's tokens. It runs on every such check, uncached, and must be
 	// fast. Nil accepts every such token until it expires.
 	NodeTokenValid func(ctx context.Context, p Principal) (bool, error)
+
+	// Extensions are the optional packages (single sign-on, passkeys, a
+	// factor of the application's own) that may log users in after a
+	// proof of their own, trade pre-auth tokens and write audit events:
+	// [New] registers each with the Authenticator it returns. An
+	// [Extension] is registered with one Authenticator only.
+	Extensions []*Extension
 
 	// Wire chooses the bytes the handler writes: [WireSpec], the default,
 	// or [WireNetmaker] for Netmaker's own clients.
@@ -289,7 +296,7 @@ type Principal struct {
 	Network string `json:"network,omitempty"`
 	// TOTP reports that the token came from a login that passed a second
 	// factor: a TOTP or recovery code, or a factor the application checked
-	// itself ([Authenticator.RedeemPreAuth], [Authenticator.IssueUserToken]).
+	// itself ([Extension.RedeemPreAuth], [Extension.LoginVerified]).
 	TOTP bool `json:"totp,omitempty"`
 	// IssuedAt and ExpiresAt bound the token; zero for the master key.
 	IssuedAt  time.Time `json:"issuedAt,omitzero"`
@@ -314,8 +321,8 @@ func (p Principal) IsMaster() bool { return p.Kind == KindMaster }
 
 type principalKey struct{}
 
-// NewContext returns a copy of ctx carrying p.
-func NewContext(ctx context.Context, p Principal) context.Context {
+// newContext returns a copy of ctx carrying p.
+func newContext(ctx context.Context, p Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, &p)
 }
 
@@ -416,7 +423,34 @@ func New(cfg Config) (*Authenticator, error) {
 		writes:   newHostWriter(cfg.Store, cfg.HostWriteQueue, cfg.Logger),
 		log:      cfg.Logger,
 	}
+	if err := registerExtensions(cfg.Extensions, a); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// registerExtensions registers each of exts with a, or none of them when
+// one is nil or already registered.
+func registerExtensions(exts []*Extension, a *Authenticator) error {
+	seen := make(map[*Extension]bool, len(exts))
+	for _, e := range exts {
+		switch {
+		case e == nil:
+			return errors.New("nmauth: Config.Extensions holds a nil Extension")
+		case seen[e] || e.auth.Load() != nil:
+			return errors.New("nmauth: Config.Extensions: an Extension is registered twice")
+		}
+		seen[e] = true
+	}
+	for i, e := range exts {
+		if err := e.register(a); err != nil {
+			for _, done := range exts[:i] {
+				done.auth.Store(nil)
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 func (a *Authenticator) now() time.Time { return a.cfg.Now() }
@@ -441,7 +475,7 @@ type UserLogin struct {
 // token; with TOTP on it returns a pre-auth token to redeem with
 // [Authenticator.VerifyTOTP], and so it does for a user with a second
 // factor of the application's ([Config.SecondFactor]), to redeem with
-// [Authenticator.RedeemPreAuth]. An unknown user, a wrong password and a
+// [Extension.RedeemPreAuth]. An unknown user, a wrong password and a
 // disabled account all return [ErrInvalidCredentials] after the same work.
 //
 // The attempt is counted against the account and the client address in

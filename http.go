@@ -132,8 +132,8 @@ type route struct {
 // emits [EventClientThrottled]. An attempt is given back once answered
 // only if the request proved a credential: if the Authenticator minted a
 // token for a login within it, through a login method,
-// [Authenticator.VerifyTOTP], [Authenticator.RedeemPreAuth],
-// [Authenticator.IssueUserToken], [Authenticator.IssueLogin] or
+// [Authenticator.VerifyTOTP], [Extension.RedeemPreAuth],
+// [Extension.LoginVerified], [Extension.Login] or
 // [Authenticator.IssueNodeToken], called with the request's context. So a
 // fleet behind one address is not slowed by its own logins, while each
 // wrong guess, and each answer that proves nothing however it succeeds (a
@@ -286,8 +286,8 @@ func (c *bearerContext) Value(key any) any {
 // valid credential of another kind gets 403 ([ErrForbidden]), since it is
 // no wrong credential; a Store fault during the check gets 503. Each
 // answer is the active profile's envelope. Behind Middleware or another
-// Require, or the application's own [NewContext], the Principal already
-// in the context is taken as it is, and the bearer is not checked twice.
+// Require, the Principal already in the context is taken as it is, and the
+// bearer is not checked twice.
 //
 // Require panics when kinds is empty or holds a kind other than
 // [KindMaster], [KindUser], [KindHost], [KindNode] and [KindAccessToken]

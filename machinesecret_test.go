@@ -119,19 +119,19 @@ const machinePrefix = "$nmauth-hmac-sha256$k="
 func TestMachineSecretStored(t *testing.T) {
 	f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
 	secret := netclientPassword()
-	if err := f.auth.CreateHost(f.ctx, "h1", "", secret); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.stored(t, "h1"); !strings.HasPrefix(got, machinePrefix) || strings.Contains(got, secret) {
 		t.Errorf("stored %q, want a machine-secret digest", got)
 	}
-	if err := f.auth.CreateHost(f.ctx, "h2", "", "a host password I chose"); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h2", "", "a host password I chose"); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.stored(t, "h2"); !strings.HasPrefix(got, "$argon2id$") {
 		t.Errorf("stored %q for a chosen password, want argon2id", got)
 	}
-	if err := f.auth.SetHostPassword(f.ctx, "h2", secret); err != nil {
+	if err := f.auth.Admin().SetHostPassword(f.ctx, "h2", secret); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.stored(t, "h2"); !strings.HasPrefix(got, machinePrefix) {
@@ -148,7 +148,7 @@ func TestMachineSecretStored(t *testing.T) {
 func TestMachineLoginWritesNothing(t *testing.T) {
 	f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
 	secret := netclientPassword()
-	if err := f.auth.CreateHost(f.ctx, "h1", "", secret); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	login := func() (reads, writes int64) {
@@ -193,7 +193,7 @@ func TestMachineLoginWritesNothing(t *testing.T) {
 func TestMachineFailuresCounted(t *testing.T) {
 	f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
 	secret := netclientPassword()
-	if err := f.auth.CreateHost(f.ctx, "h1", "", secret); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -231,16 +231,16 @@ func TestMachineFailuresCounted(t *testing.T) {
 func TestMachineSecretRevocation(t *testing.T) {
 	f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
 	secret := netclientPassword()
-	if err := f.auth.CreateHost(f.ctx, "h1", "", secret); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	for _, end := range []struct {
 		name string
 		do   func() error
 	}{
-		{"revoke", func() error { return f.auth.RevokeHostTokens(f.ctx, "h1") }},
-		{"new password", func() error { secret = netclientPassword(); return f.auth.SetHostPassword(f.ctx, "h1", secret) }},
-		{"disable", func() error { return f.auth.DisableHost(f.ctx, "h1") }},
+		{"revoke", func() error { return f.auth.Admin().RevokeHostTokens(f.ctx, "h1") }},
+		{"new password", func() error { secret = netclientPassword(); return f.auth.Admin().SetHostPassword(f.ctx, "h1", secret) }},
+		{"disable", func() error { return f.auth.Admin().DisableHost(f.ctx, "h1") }},
 	} {
 		got, err := f.auth.LoginHost(f.ctx, "h1", "", secret)
 		if err != nil {
@@ -336,12 +336,12 @@ func TestMachineSecretRotation(t *testing.T) {
 	before := newMachineFixture(t, store, oldSecret)
 	secret := netclientPassword()
 	for _, id := range []string{"h1", "h2"} {
-		if err := before.auth.CreateHost(before.ctx, id, "", secret); err != nil {
+		if err := before.auth.Admin().CreateHost(before.ctx, id, "", secret); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rotated := newMachineFixture(t, store, newSecret, oldSecret)
-	if n, err := rotated.auth.HostsUnderOlderSecrets(rotated.ctx); n != 2 || err != nil {
+	if n, err := rotated.auth.Admin().HostsUnderOlderSecrets(rotated.ctx); n != 2 || err != nil {
 		t.Fatalf("HostsUnderOlderSecrets = %d, %v; want 2", n, err)
 	}
 	old := rotated.stored(t, "h1")
@@ -351,7 +351,7 @@ func TestMachineSecretRotation(t *testing.T) {
 	if got := rotated.stored(t, "h1"); got == old || !strings.HasPrefix(got, machinePrefix) {
 		t.Errorf("digest %q did not move to the first root secret", got)
 	}
-	if n, err := rotated.auth.HostsUnderOlderSecrets(rotated.ctx); n != 1 || err != nil {
+	if n, err := rotated.auth.Admin().HostsUnderOlderSecrets(rotated.ctx); n != 1 || err != nil {
 		t.Errorf("HostsUnderOlderSecrets = %d, %v; want 1", n, err)
 	}
 	after := newMachineFixture(t, store, newSecret)
@@ -369,7 +369,7 @@ func TestMachineSecretRotation(t *testing.T) {
 func TestMachineSecretNeverRefusedUnderLoad(t *testing.T) {
 	f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
 	secret := netclientPassword()
-	if err := f.auth.CreateHost(f.ctx, "h1", "", secret); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -422,7 +422,7 @@ func TestMachineNodeLogin(t *testing.T) {
 	}
 	ctx := nmauth.WithClientAddr(context.Background(), netip.MustParseAddr("192.0.2.10"))
 	secret := netclientPassword()
-	if err := auth.CreateHost(ctx, "h1", "", secret); err != nil {
+	if err := auth.Admin().CreateHost(ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := auth.LoginNode(ctx, "net1", "h1", "", netclientPassword()); !errors.Is(err, nmauth.ErrInvalidCredentials) || asked.Load() != 0 {

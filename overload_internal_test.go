@@ -76,11 +76,11 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 				return sum[:keyLen]
 			}
 			ctx := context.Background()
-			if err := a.CreateUser(ctx, "alice", "right password 1"); err != nil {
+			if err := a.Admin().CreateUser(ctx, "alice", "right password 1"); err != nil {
 				t.Fatal(err)
 			}
 			hostSecret := netclientSecret()
-			if err := a.CreateHost(ctx, "host-1", "", hostSecret); err != nil {
+			if err := a.Admin().CreateHost(ctx, "host-1", "", hostSecret); err != nil {
 				t.Fatal(err)
 			}
 			h := a.Handler()
@@ -200,7 +200,7 @@ func TestHostBurstWaitsInsteadOfFailing(t *testing.T) {
 	ctx := context.Background()
 	for i := range secrets {
 		secrets[i] = netclientSecret()
-		if err := a.CreateHost(ctx, fmt.Sprintf("host-%03d", i), "", secrets[i]); err != nil {
+		if err := a.Admin().CreateHost(ctx, fmt.Sprintf("host-%03d", i), "", secrets[i]); err != nil {
 			t.Fatal(err)
 		}
 	}

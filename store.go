@@ -53,8 +53,8 @@ func (e *BrokenRecordError) Unwrap() []error { return []error{ErrBrokenRecord, e
 
 // RepairStore is implemented by a [Store] that can find the records it
 // cannot decode and repair them; [SQLStore] does, and nmauthd check uses
-// it through [Authenticator.BrokenRecords] and
-// [Authenticator.RepairRecords].
+// it through [Admin.BrokenRecords] and
+// [Admin.RepairRecords].
 type RepairStore interface {
 	// BrokenRecords returns one error for each column of each record
 	// the Store holds but cannot decode, users first, then hosts, then
@@ -175,7 +175,7 @@ type Host struct {
 	// with. It is stored in canonical lower-case colon form.
 	MACAddress string
 	// PasswordHash is a PHC string, or the keyed digest of a machine
-	// secret (see [Authenticator.CreateHost]).
+	// secret (see [Admin.CreateHost]).
 	PasswordHash string
 	Disabled     bool
 	CreatedAt    time.Time

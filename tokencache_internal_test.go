@@ -18,7 +18,7 @@ func cachedTokens(t *testing.T, store Store, clock *fakeClock) (*Authenticator, 
 	t.Helper()
 	a := quickAuth(t, store, clock)
 	ctx := context.Background()
-	if err := a.CreateUser(ctx, "alice", "right password"); err != nil {
+	if err := a.Admin().CreateUser(ctx, "alice", "right password"); err != nil {
 		t.Fatal(err)
 	}
 	user, err := a.LoginUser(from("192.0.2.1"), "alice", "right password")
@@ -29,7 +29,7 @@ func cachedTokens(t *testing.T, store Store, clock *fakeClock) (*Authenticator, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.CreateHost(ctx, "host-1", "", "host secret for host-1 0123456789"); err != nil {
+	if err := a.Admin().CreateHost(ctx, "host-1", "", "host secret for host-1 0123456789"); err != nil {
 		t.Fatal(err)
 	}
 	host, err := a.LoginHost(from("192.0.2.2"), "host-1", "", "host secret for host-1 0123456789")

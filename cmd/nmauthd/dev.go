@@ -57,7 +57,7 @@ func seedDemo(ctx context.Context, b *backend, out io.Writer, baseURL string, de
 
 func createDemoAccounts(ctx context.Context, auth *nmauth.Authenticator, out io.Writer, baseURL string) error {
 	userPassword, hostPassword := rand.Text(), rand.Text()
-	err := auth.CreateUser(ctx, demoUser, userPassword)
+	err := auth.Admin().CreateUser(ctx, demoUser, userPassword)
 	if errors.Is(err, nmauth.ErrExists) {
 		return nil // another process seeded the database meanwhile
 	}
@@ -69,7 +69,7 @@ func createDemoAccounts(ctx context.Context, auth *nmauth.Authenticator, out io.
 	fmt.Fprintf(out, "NMAUTH_URL=%s\n", baseURL)
 	fmt.Fprintf(out, "DEMO_USER=%s\n", demoUser)
 	fmt.Fprintf(out, "DEMO_PASSWORD=%s\n", userPassword)
-	switch err := auth.CreateHost(ctx, demoHost, "", hostPassword); {
+	switch err := auth.Admin().CreateHost(ctx, demoHost, "", hostPassword); {
 	case err == nil:
 		fmt.Fprintf(out, "DEMO_HOST=%s\n", demoHost)
 		fmt.Fprintf(out, "DEMO_HOST_PASSWORD=%s\n", hostPassword)

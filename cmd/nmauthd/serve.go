@@ -270,6 +270,9 @@ func runServer(ctx context.Context, srv *http.Server, ln net.Listener, log *slog
 type backend struct {
 	auth *nmauth.Authenticator
 	db   *database
+	// passkeys and sso are the powers of the passkey and single sign-on
+	// routes and admin commands, registered with auth.
+	passkeys, sso *nmauth.Extension
 	// secretSource says where the root secrets came from, for the log.
 	secretSource string
 }
@@ -315,7 +318,9 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 	if err != nil {
 		return nil, fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
 	}
+	passkeys, sso := new(nmauth.Extension), new(nmauth.Extension)
 	cfg := nmauth.Config{
+		Extensions: []*nmauth.Extension{passkeys, sso},
 		Store:      db,
 		Secrets:    secrets.secrets,
 		MasterKey:  master,
@@ -346,5 +351,5 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 	} else if err != nil {
 		return nil, fmt.Errorf("checking the root secret against %s: %w", db.name, err)
 	}
-	return &backend{auth: auth, db: db, secretSource: secrets.source}, nil
+	return &backend{auth: auth, db: db, passkeys: passkeys, sso: sso, secretSource: secrets.source}, nil
 }
