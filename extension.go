@@ -121,7 +121,7 @@ func (e *Extension) CheckPreAuth(ctx context.Context, preAuthToken, username str
 // under the same rules and in one atomic update: the token must still
 // stand (see [Extension.CheckPreAuth]) and is redeemed once; a failure is
 // counted as a wrong code is, against the token, which dies after
-// [MaxTOTPFailuresPerToken] of them, and in the user's backoff, and is then
+// five of them, and in the user's backoff, and is then
 // returned as it is. It emits [EventSecondFactorPassed],
 // [EventSecondFactorFailed] or [EventSecondFactorThrottled]. The user token
 // passed a second factor ([Principal.TOTP]).
@@ -164,7 +164,7 @@ func (e *Extension) WriteUserLogin(w http.ResponseWriter, login UserLogin) {
 
 // DecodeJSON reads the body of r into v, a pointer to a struct or a
 // [encoding/json.RawMessage], as the handler reads the bodies of its own
-// routes: application/json (else 415), at most [MaxBodyBytes] (else 413),
+// routes: application/json (else 415), at most 64 KiB (else 413),
 // exactly one JSON value with no key given twice, also in another case
 // (else 400). Answer its error with [Authenticator.WriteError].
 func (e *Extension) DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {

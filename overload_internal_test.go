@@ -85,7 +85,7 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 			}
 			h := a.Handler()
 			const userPath, hostPath = "/api/users/adm/authenticate", "/api/hosts/adm/authenticate"
-			right := UserAuthRequest{Username: "alice", Password: "right password 1"}
+			right := userAuthRequest{Username: "alice", Password: "right password 1"}
 			if s := floodLogin(h, tc.user, userPath, right); s != http.StatusOK {
 				t.Fatalf("alice's first login: %d", s)
 			}
@@ -108,7 +108,7 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 						if n%2 == 0 {
 							name = fmt.Sprintf("made-up-%d-%d", i, n)
 						}
-						s := floodLogin(h, c, userPath, UserAuthRequest{Username: name, Password: "wrong password"})
+						s := floodLogin(h, c, userPath, userAuthRequest{Username: name, Password: "wrong password"})
 						if s < 0 {
 							t.Errorf("flood answer %d without Retry-After", -s)
 							return
@@ -135,7 +135,7 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 				if s == http.StatusOK && time.Since(start) <= 5*time.Second {
 					inTime++
 				}
-				if floodLogin(h, tc.host, hostPath, HostAuthRequest{ID: "host-1", Password: hostSecret}) == http.StatusOK {
+				if floodLogin(h, tc.host, hostPath, hostAuthRequest{ID: "host-1", Password: hostSecret}) == http.StatusOK {
 					hostOK++
 				}
 			}

@@ -60,7 +60,7 @@ func (a *Authenticator) checkPreAuth(ctx context.Context, preAuthToken, username
 // the same rules and in one atomic update: the token must still stand (see
 // [Authenticator.checkPreAuth]) and is redeemed once; a failure is counted
 // as a wrong code is, against the token, which dies after
-// [MaxTOTPFailuresPerToken] of them, and in the user's backoff, and is then
+// five of them, and in the user's backoff, and is then
 // returned as it is. It emits [EventSecondFactorPassed],
 // [EventSecondFactorFailed] or [EventSecondFactorThrottled]. The user token
 // passed a second factor ([Principal.TOTP]).

@@ -114,16 +114,16 @@ func TestRedeemPreAuthFailures(t *testing.T) {
 	ctx := context.Background()
 
 	pre := f.preAuthToken("alice", "correct horse battery")
-	for i := range nmauth.MaxTOTPFailuresPerToken {
+	for i := range maxTOTPFailures {
 		if _, err := f.ext.RedeemPreAuth(ctx, pre, "alice", errNoProof); !errors.Is(err, errNoProof) {
 			t.Fatalf("failed proof %d: %v, want the caller's error", i+1, err)
 		}
 	}
 	if _, err := f.ext.RedeemPreAuth(ctx, pre, "alice", nil); !errors.Is(err, nmauth.ErrUnauthenticated) {
-		t.Fatalf("a token after %d failed proofs: %v, want ErrUnauthenticated", nmauth.MaxTOTPFailuresPerToken, err)
+		t.Fatalf("a token after %d failed proofs: %v, want ErrUnauthenticated", maxTOTPFailures, err)
 	}
-	if n := f.events.count(nmauth.EventSecondFactorFailed); n != nmauth.MaxTOTPFailuresPerToken {
-		t.Errorf("%d %s events, want %d", n, nmauth.EventSecondFactorFailed, nmauth.MaxTOTPFailuresPerToken)
+	if n := f.events.count(nmauth.EventSecondFactorFailed); n != maxTOTPFailures {
+		t.Errorf("%d %s events, want %d", n, nmauth.EventSecondFactorFailed, maxTOTPFailures)
 	}
 
 	// Five failures in a row start the backoff: 1 s, for every factor.
@@ -296,7 +296,7 @@ func TestDecodeJSON(t *testing.T) {
 		{"another content type", "text/plain", `{"name":"laptop"}`, http.StatusUnsupportedMediaType},
 		{"two values", "application/json", `{"name":"a"} {}`, http.StatusBadRequest},
 		{"a key twice", "application/json", `{"name":"a","Name":"b"}`, http.StatusBadRequest},
-		{"too large", "application/json", `{"name":"` + strings.Repeat("a", nmauth.MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge},
+		{"too large", "application/json", `{"name":"` + strings.Repeat("a", (64<<10)) + `"}`, http.StatusRequestEntityTooLarge},
 	} {
 		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(c.body))
 		req.Header.Set("Content-Type", c.contentType)
@@ -331,3 +331,7 @@ func TestEmit(t *testing.T) {
 		t.Errorf("event %+v, want passkey.added of alice from %v with a time", e, client)
 	}
 }
+
+// maxTOTPFailures is the documented number of wrong codes a pre-auth token
+// survives.
+const maxTOTPFailures = 5

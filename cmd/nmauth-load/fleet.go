@@ -68,7 +68,7 @@ func (f *fleet) source(ctx context.Context) (*requestSpec, error) {
 	}
 	f.logins.Add(1)
 	id := fleetHostID(f.prefix, i)
-	req, err := f.a.newRequest(ctx, http.MethodPost, "/api/hosts/adm/authenticate", "", nmauth.HostAuthRequest{ID: id, Password: f.password})
+	req, err := f.a.newRequest(ctx, http.MethodPost, "/api/hosts/adm/authenticate", "", hostAuthRequest{ID: id, Password: f.password})
 	return &requestSpec{req: req, from: i, answered: func(ans answer) { f.keep(h, ans) }}, err
 }
 
