@@ -268,10 +268,14 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// PrincipalKind says what kind of credential authenticated a request.
+// PrincipalKind says what kind of credential authenticated a request:
+// [KindMaster] (the master key), [KindUser] (a user token), [KindHost] (a
+// host token), [KindNode] (a node token) or [KindAccessToken] (a user's
+// personal access token). [Authenticator.Require] admits by kind.
 type PrincipalKind string
 
-// The kinds of [Principal].
+// The kinds of [Principal]: the master key, a user, host or node token, and
+// a personal access token.
 const (
 	KindMaster PrincipalKind = "master"
 	KindUser   PrincipalKind = "user"
