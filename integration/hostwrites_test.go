@@ -99,7 +99,7 @@ func TestHostWritesBatched(t *testing.T) {
 		secrets := make([]string, n)
 		for i := range secrets {
 			secrets[i] = machineSecret(t)
-			if err := a.CreateHost(context.Background(), fmt.Sprintf("host-%03d", i), "", secrets[i]); err != nil {
+			if err := a.Admin().CreateHost(context.Background(), fmt.Sprintf("host-%03d", i), "", secrets[i]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -162,11 +162,11 @@ func TestHostWritesAfterChange(t *testing.T) {
 			// secret, so that the login's write moves it.
 			rotated bool
 		}{
-			{"disable", func(id string) error { return a.DisableHost(ctx, id) }, false, false},
-			{"new secret", func(id string) error { return a.SetHostPassword(ctx, id, machineSecret(t)) }, false, false},
-			{"new secret over a digest to move", func(id string) error { return a.SetHostPassword(ctx, id, machineSecret(t)) }, false, true},
-			{"disable of a digest to move", func(id string) error { return a.DisableHost(ctx, id) }, false, true},
-			{"revoke", func(id string) error { return a.RevokeHostTokens(ctx, id) }, true, false},
+			{"disable", func(id string) error { return a.Admin().DisableHost(ctx, id) }, false, false},
+			{"new secret", func(id string) error { return a.Admin().SetHostPassword(ctx, id, machineSecret(t)) }, false, false},
+			{"new secret over a digest to move", func(id string) error { return a.Admin().SetHostPassword(ctx, id, machineSecret(t)) }, false, true},
+			{"disable of a digest to move", func(id string) error { return a.Admin().DisableHost(ctx, id) }, false, true},
+			{"revoke", func(id string) error { return a.Admin().RevokeHostTokens(ctx, id) }, true, false},
 			{"failure counted", func(id string) error {
 				_, err := a.LoginHost(fromAddr(500), id, "", machineSecret(t))
 				if !errors.Is(err, nmauth.ErrInvalidCredentials) {
@@ -182,7 +182,7 @@ func TestHostWritesAfterChange(t *testing.T) {
 			if c.rotated {
 				maker = older
 			}
-			if err := maker.CreateHost(ctx, id, "", secret); err != nil {
+			if err := maker.Admin().CreateHost(ctx, id, "", secret); err != nil {
 				t.Fatal(err)
 			}
 			// One failure before, which the right login would forget.
@@ -237,7 +237,7 @@ func TestHostWritesFullQueue(t *testing.T) {
 		secrets := make([]string, n)
 		for i := range secrets {
 			secrets[i] = machineSecret(t)
-			if err := a.CreateHost(ctx, fmt.Sprintf("full-%d", i), "", secrets[i]); err != nil {
+			if err := a.Admin().CreateHost(ctx, fmt.Sprintf("full-%d", i), "", secrets[i]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -276,7 +276,7 @@ func TestShutdownWaitsForWrites(t *testing.T) {
 	batchStores(t, func(t *testing.T, s nmauth.Store) {
 		a, g := newGatedAuth(t, s, 0)
 		secret := machineSecret(t)
-		if err := a.CreateHost(context.Background(), "held", "", secret); err != nil {
+		if err := a.Admin().CreateHost(context.Background(), "held", "", secret); err != nil {
 			t.Fatal(err)
 		}
 		g.gate.Lock()
