@@ -20,7 +20,9 @@ import (
 )
 
 // Server timeouts: a client that sends its request slowly, or never reads
-// the answer, cannot hold a connection open for long.
+// the answer, cannot hold a connection open for long. A read the server
+// starts only after its deadline still takes the bytes that had arrived
+// (see lateReadConn), so a starved CPU does not cut off a prompt client.
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 15 * time.Second
@@ -226,6 +228,7 @@ func withCORS(h http.Handler, origins []string) http.Handler {
 	}).Handler(h)
 }
 
+// listen listens on addr; its connections are lateReadConns.
 func listen(addr string, dev bool) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -235,7 +238,7 @@ func listen(addr string, dev bool) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("--dev listens on loopback only, and %s is not", ln.Addr())
 	}
-	return ln, nil
+	return lateReadListener{ln}, nil
 }
 
 // runServer serves until ctx ends, then shuts srv down and, once no
