@@ -389,7 +389,7 @@ func (a *Authenticator) DeleteAccessTokens(ctx context.Context, p Principal, use
 		return ErrForbidden
 	}
 	// The event names p as who revoked them.
-	return a.deleteUserAccessTokens(NewContext(ctx, p), name)
+	return a.deleteUserAccessTokens(newContext(ctx, p), name)
 }
 
 // deleteUserAccessTokens deletes name's access tokens and makes this

@@ -274,13 +274,15 @@ func TestAccessTokenDiesWithUser(t *testing.T) {
 	ctx := context.Background()
 	master := nmauth.Principal{Kind: nmauth.KindMaster}
 	for name, revoke := range map[string]func(a *nmauth.Authenticator) error{
-		"disable":  func(a *nmauth.Authenticator) error { return a.DisableUser(ctx, "alice") },
-		"password": func(a *nmauth.Authenticator) error { return a.SetUserPassword(ctx, "alice", "a whole new password") },
+		"disable": func(a *nmauth.Authenticator) error { return a.Admin().DisableUser(ctx, "alice") },
+		"password": func(a *nmauth.Authenticator) error {
+			return a.Admin().SetUserPassword(ctx, "alice", "a whole new password")
+		},
 		"delete": func(a *nmauth.Authenticator) error {
-			if err := a.DeleteUser(ctx, "alice"); err != nil {
+			if err := a.Admin().DeleteUser(ctx, "alice"); err != nil {
 				return err
 			}
-			return a.CreateUser(ctx, "alice", "correct horse battery")
+			return a.Admin().CreateUser(ctx, "alice", "correct horse battery")
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -432,7 +434,7 @@ func TestDeadAccessTokensLeave(t *testing.T) {
 		}
 	}
 	// A new password revokes both.
-	if err := f.auth.SetUserPassword(ctx, "alice", "a whole new password"); err != nil {
+	if err := f.auth.Admin().SetUserPassword(ctx, "alice", "a whole new password"); err != nil {
 		t.Fatal(err)
 	}
 	if list := f.listTokens(testMasterKey, "alice"); len(list) != 0 {

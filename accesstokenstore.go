@@ -10,7 +10,7 @@ import (
 
 // AccessToken is the stored record of a personal access token. It holds
 // no secret in the clear: Digest is the keyed digest of the token's
-// secret, as a machine secret's is (see [Authenticator.CreateHost]), so a
+// secret, as a machine secret's is (see [Admin.CreateHost]), so a
 // copy of the database gives no token and lets no one test a guess.
 type AccessToken struct {
 	// ID names the token in lists and in revocation; it is the part of

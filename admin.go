@@ -10,9 +10,24 @@ import (
 	"time"
 )
 
+// Admin administers the users and hosts of an [Authenticator]: it creates,
+// changes, lists, imports, revokes and deletes them, and repairs and
+// reseals their records. Get it with [Authenticator.Admin]. It checks no
+// credential: the application calls it for a caller it has admitted (the
+// master key, an administrator). Each change emits an audit event whose
+// actor is the one the context of the call names: the request's bearer
+// behind [Authenticator.Middleware], else the one [WithActor] names.
+type Admin struct {
+	a *Authenticator
+}
+
+// Admin returns the administration of a's users and hosts.
+func (a *Authenticator) Admin() *Admin { return &Admin{a: a} }
+
 // CreateUser adds a user with a password that meets the policy: 8 to 1024
 // bytes after PRECIS OpaqueString preparation.
-func (a *Authenticator) CreateUser(ctx context.Context, username, password string) error {
+func (ad *Admin) CreateUser(ctx context.Context, username, password string) error {
+	a := ad.a
 	name, err := PrepareUsername(username)
 	if err != nil {
 		return err
@@ -44,7 +59,8 @@ func (a *Authenticator) firstGeneration() (uint64, error) {
 
 // SetUserPassword replaces a user's password and revokes the user's
 // tokens.
-func (a *Authenticator) SetUserPassword(ctx context.Context, username, password string) error {
+func (ad *Admin) SetUserPassword(ctx context.Context, username, password string) error {
+	a := ad.a
 	hash, err := a.newPasswordHash(ctx, password)
 	if err != nil {
 		return err
@@ -56,14 +72,16 @@ func (a *Authenticator) SetUserPassword(ctx context.Context, username, password 
 }
 
 // DisableUser refuses the user's logins and revokes the user's tokens.
-func (a *Authenticator) DisableUser(ctx context.Context, username string) error {
+func (ad *Admin) DisableUser(ctx context.Context, username string) error {
+	a := ad.a
 	return a.updateUser(ctx, username, EventUserDisabled, func(u *User) { u.Disabled = true })
 }
 
 // EnableUser lets a disabled user log in again. Tokens revoked by the
 // disable stay revoked: enabling leaves the generation where the disable
 // moved it, so it revokes nothing and emits [EventUserEnabled] alone.
-func (a *Authenticator) EnableUser(ctx context.Context, username string) error {
+func (ad *Admin) EnableUser(ctx context.Context, username string) error {
+	a := ad.a
 	name, err := PrepareUsername(username)
 	if err != nil {
 		return err
@@ -77,7 +95,8 @@ func (a *Authenticator) EnableUser(ctx context.Context, username string) error {
 // ResetTOTP turns TOTP off for a user, drops the recovery codes and
 // revokes the user's tokens, so the user can enroll again after logging in
 // with the password alone.
-func (a *Authenticator) ResetTOTP(ctx context.Context, username string) error {
+func (ad *Admin) ResetTOTP(ctx context.Context, username string) error {
+	a := ad.a
 	return a.updateUser(ctx, username, EventTOTPReset, func(u *User) {
 		u.TOTPSecret, u.RecoveryCodes = nil, nil
 		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
@@ -86,12 +105,14 @@ func (a *Authenticator) ResetTOTP(ctx context.Context, username string) error {
 }
 
 // RevokeUserTokens makes every token the user holds stop working.
-func (a *Authenticator) RevokeUserTokens(ctx context.Context, username string) error {
+func (ad *Admin) RevokeUserTokens(ctx context.Context, username string) error {
+	a := ad.a
 	return a.updateUser(ctx, username, "", func(*User) {})
 }
 
 // DeleteUser removes a user; the user's tokens stop working.
-func (a *Authenticator) DeleteUser(ctx context.Context, username string) error {
+func (ad *Admin) DeleteUser(ctx context.Context, username string) error {
+	a := ad.a
 	name, err := PrepareUsername(username)
 	if err != nil {
 		return err
@@ -154,7 +175,8 @@ func (a *Authenticator) newHostCredential(ctx context.Context, id, password stri
 // checks in microseconds; any other as a user's is. mac may be empty; when
 // set, it is the host's registered MAC address (see
 // [Config.RefuseMACChange]).
-func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string) error {
+func (ad *Admin) CreateHost(ctx context.Context, id, mac, password string) error {
+	a := ad.a
 	id, err := PrepareHostID(id)
 	if err != nil {
 		return err
@@ -177,13 +199,15 @@ func (a *Authenticator) CreateHost(ctx context.Context, id, mac, password string
 }
 
 // DisableHost refuses the host's logins and revokes its tokens.
-func (a *Authenticator) DisableHost(ctx context.Context, id string) error {
+func (ad *Admin) DisableHost(ctx context.Context, id string) error {
+	a := ad.a
 	return a.updateHost(ctx, id, EventHostDisabled, func(h *Host) { h.Disabled = true })
 }
 
 // EnableHost lets a disabled host log in again. Tokens revoked by the
-// disable stay revoked, as [Authenticator.EnableUser] keeps them.
-func (a *Authenticator) EnableHost(ctx context.Context, id string) error {
+// disable stay revoked, as [Admin.EnableUser] keeps them.
+func (ad *Admin) EnableHost(ctx context.Context, id string) error {
+	a := ad.a
 	id, err := PrepareHostID(id)
 	if err != nil {
 		return err
@@ -194,9 +218,10 @@ func (a *Authenticator) EnableHost(ctx context.Context, id string) error {
 	return err
 }
 
-// SetHostPassword replaces a host's password, stored as [Authenticator.CreateHost]
+// SetHostPassword replaces a host's password, stored as [Admin.CreateHost]
 // stores it, and revokes its tokens.
-func (a *Authenticator) SetHostPassword(ctx context.Context, id, password string) error {
+func (ad *Admin) SetHostPassword(ctx context.Context, id, password string) error {
+	a := ad.a
 	id, err := PrepareHostID(id)
 	if err != nil {
 		return err
@@ -213,7 +238,8 @@ func (a *Authenticator) SetHostPassword(ctx context.Context, id, password string
 
 // RevokeHostTokens makes every token the host holds stop working, and
 // the node tokens it got from [Authenticator.LoginNode] with them.
-func (a *Authenticator) RevokeHostTokens(ctx context.Context, id string) error {
+func (ad *Admin) RevokeHostTokens(ctx context.Context, id string) error {
+	a := ad.a
 	return a.updateHost(ctx, id, "", func(*Host) {})
 }
 
@@ -237,7 +263,8 @@ func (a *Authenticator) updateHost(ctx context.Context, id string, event EventTy
 }
 
 // DeleteHost removes a host; its tokens stop working.
-func (a *Authenticator) DeleteHost(ctx context.Context, id string) error {
+func (ad *Admin) DeleteHost(ctx context.Context, id string) error {
+	a := ad.a
 	id, err := PrepareHostID(id)
 	if err != nil {
 		return err
@@ -249,7 +276,8 @@ func (a *Authenticator) DeleteHost(ctx context.Context, id string) error {
 }
 
 // RecoveryCodesLeft reports how many unused recovery codes a user has.
-func (a *Authenticator) RecoveryCodesLeft(ctx context.Context, username string) (int, error) {
+func (ad *Admin) RecoveryCodesLeft(ctx context.Context, username string) (int, error) {
+	a := ad.a
 	name, err := PrepareUsername(username)
 	if err != nil {
 		return 0, err
@@ -270,7 +298,8 @@ func (a *Authenticator) RecoveryCodesLeft(ctx context.Context, username string) 
 // A broken record (see [Store]) does not stop the others: its secret is
 // left as it is and the error, which matches [ErrBrokenRecord], names it
 // once every other secret is resealed.
-func (a *Authenticator) ResealTOTPSecrets(ctx context.Context) (int, error) {
+func (ad *Admin) ResealTOTPSecrets(ctx context.Context) (int, error) {
+	a := ad.a
 	n, after := 0, ""
 	var broken []error
 	for {
@@ -303,7 +332,8 @@ func (a *Authenticator) ResealTOTPSecrets(ctx context.Context) (int, error) {
 // count is zero, keep the older root secrets in [Config.Secrets]; a host
 // whose digest's root secret is gone cannot log in (a 500, logged) until
 // it is given a new password.
-func (a *Authenticator) HostsUnderOlderSecrets(ctx context.Context) (int, error) {
+func (ad *Admin) HostsUnderOlderSecrets(ctx context.Context) (int, error) {
+	a := ad.a
 	n, after := 0, ""
 	signer := a.ring.signer().id
 	for {
@@ -356,7 +386,7 @@ func (a *Authenticator) reseal(ctx context.Context, listed User) (bool, error) {
 // errAlreadySealed stops an update that another process has already done.
 var errAlreadySealed = errors.New("nmauth: already sealed under the newest key")
 
-// UserInfo is what [Authenticator.ListUsers] tells of a user: never a
+// UserInfo is what [Admin.ListUsers] tells of a user: never a
 // password hash, a TOTP secret or a recovery code hash.
 type UserInfo struct {
 	Name     string
@@ -376,7 +406,7 @@ type UserInfo struct {
 	Broken []string
 }
 
-// HostInfo is what [Authenticator.ListHosts] tells of a host: never its
+// HostInfo is what [Admin.ListHosts] tells of a host: never its
 // password hash.
 type HostInfo struct {
 	ID string
@@ -409,7 +439,8 @@ type HostInfo struct {
 //		}
 //		after = page[len(page)-1].Name
 //	}
-func (a *Authenticator) ListUsers(ctx context.Context, after string, limit int) ([]UserInfo, error) {
+func (ad *Admin) ListUsers(ctx context.Context, after string, limit int) ([]UserInfo, error) {
+	a := ad.a
 	users, err := a.store.ListUsers(ctx, after, limit)
 	if err != nil {
 		return nil, err
@@ -436,9 +467,10 @@ func userInfo(u User, now time.Time) UserInfo {
 }
 
 // ListHosts returns at most limit hosts whose ids sort after after, in
-// byte order, paged as [Authenticator.ListUsers] is; the ID of a page's
+// byte order, paged as [Admin.ListUsers] is; the ID of a page's
 // last host is the after of the next page.
-func (a *Authenticator) ListHosts(ctx context.Context, after string, limit int) ([]HostInfo, error) {
+func (ad *Admin) ListHosts(ctx context.Context, after string, limit int) ([]HostInfo, error) {
+	a := ad.a
 	hosts, err := a.store.ListHosts(ctx, after, limit)
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ const (
 	// EventLoggedOut is a token revoked by [Authenticator.Logout].
 	EventLoggedOut EventType = "logout"
 	// EventLoginSecondFactorRequired is a user's right first factor (a
-	// password, or a proof given to [Authenticator.IssueLogin]) that
+	// password, or a proof given to [Extension.Login]) that
 	// earned a pre-auth token, not a login: the second factor is still to
 	// come, and its own event says how it went.
 	EventLoginSecondFactorRequired EventType = "login.second_factor_required"
@@ -54,7 +54,7 @@ const (
 	EventUserEnabled     EventType = "user.enabled"
 	EventUserDeleted     EventType = "user.deleted"
 	EventUserPasswordSet EventType = "user.password_set"
-	// EventTOTPReset is [Authenticator.ResetTOTP]: TOTP turned off by an
+	// EventTOTPReset is [Admin.ResetTOTP]: TOTP turned off by an
 	// administrator.
 	EventTOTPReset       EventType = "totp.reset"
 	EventHostCreated     EventType = "host.created"
@@ -74,8 +74,9 @@ type Event struct {
 	Name string
 	// ActorKind and Actor say who caused the event: the principal a
 	// method was given to act for (as [Authenticator.CreateAccessToken]
-	// is), else the one the context of the call holds (see [NewContext];
-	// [Authenticator.Middleware] puts the request's bearer there), such as
+	// is), else the one the context of the call holds (the request's
+	// bearer, which [Authenticator.Middleware] puts there, else the one
+	// [WithActor] names), such as
 	// the master key (KindMaster, Actor "") or an administrator's user
 	// token (KindUser and the user's name). ActorKind is empty when there
 	// is none, as for a login.
@@ -122,6 +123,18 @@ func (e Event) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
+// actorKey is the context key of the actor that [WithActor] names.
+type actorKey struct{}
+
+// WithActor returns a copy of ctx that names p as the actor of the audit
+// events of the calls made with it, such as an administrator's command run
+// outside any request (nmauthd's admin commands act as the master key). It
+// names only: it is no credential, and [FromContext], [Authenticator.Require]
+// and every check ignore it.
+func WithActor(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, actorKey{}, &p)
+}
+
 // emit passes e to [Config.OnEvent] with the context of the call that
 // caused it, naming the client and the principal that context names.
 func (a *Authenticator) emit(ctx context.Context, e Event) {
@@ -131,6 +144,9 @@ func (a *Authenticator) emit(ctx context.Context, e Event) {
 	e.Time = a.now()
 	e.Client, _ = ctx.Value(clientAddrKey{}).(netip.Addr)
 	if p, ok := FromContext(ctx); ok && e.ActorKind == "" {
+		e.ActorKind, e.Actor = p.Kind, p.Name
+	}
+	if p, ok := ctx.Value(actorKey{}).(*Principal); ok && e.ActorKind == "" {
 		e.ActorKind, e.Actor = p.Kind, p.Name
 	}
 	a.cfg.OnEvent(ctx, e)

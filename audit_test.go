@@ -27,7 +27,7 @@ func TestAuditEvents(t *testing.T) {
 	pre := f.preAuthToken("alice", "correct horse battery")
 	f.verifyTOTP("alice", pre, "000000")
 	f.verifyTOTP("alice", pre, codes[0])
-	if err := f.auth.ResetTOTP(ctx, "alice"); err != nil {
+	if err := f.auth.Admin().ResetTOTP(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -61,8 +61,9 @@ func TestAdminActionsAudited(t *testing.T) {
 	for _, actor := range []nmauth.Principal{master, admin} {
 		t.Run(string(actor.Kind), func(t *testing.T) {
 			f := newFixture(t)
-			ctx := nmauth.NewContext(context.Background(), actor)
+			ctx := nmauth.WithActor(context.Background(), actor)
 			a := f.auth
+			ad := a.Admin()
 			type want struct {
 				typ  nmauth.EventType
 				kind nmauth.PrincipalKind
@@ -77,20 +78,20 @@ func TestAdminActionsAudited(t *testing.T) {
 				wants = append(wants, want{typ, kind, name})
 			}
 			const host = "8d0f3b2a-5c6e-4f71-9a3b-2c4d6e8f0a11"
-			step(a.CreateUser(ctx, "alice", "correct horse battery"), nmauth.EventUserCreated, nmauth.KindUser, "alice")
-			step(a.DisableUser(ctx, "Alice"), nmauth.EventUserDisabled, nmauth.KindUser, "alice")
-			step(a.EnableUser(ctx, "alice"), nmauth.EventUserEnabled, nmauth.KindUser, "alice")
-			step(a.SetUserPassword(ctx, "alice", "another good password"), nmauth.EventUserPasswordSet, nmauth.KindUser, "alice")
-			step(a.ResetTOTP(ctx, "alice"), nmauth.EventTOTPReset, nmauth.KindUser, "alice")
+			step(ad.CreateUser(ctx, "alice", "correct horse battery"), nmauth.EventUserCreated, nmauth.KindUser, "alice")
+			step(ad.DisableUser(ctx, "Alice"), nmauth.EventUserDisabled, nmauth.KindUser, "alice")
+			step(ad.EnableUser(ctx, "alice"), nmauth.EventUserEnabled, nmauth.KindUser, "alice")
+			step(ad.SetUserPassword(ctx, "alice", "another good password"), nmauth.EventUserPasswordSet, nmauth.KindUser, "alice")
+			step(ad.ResetTOTP(ctx, "alice"), nmauth.EventTOTPReset, nmauth.KindUser, "alice")
 			tok, err := a.CreateAccessToken(ctx, master, nmauth.AccessTokenRequest{Name: "ci", UserName: "alice"})
 			step(err, nmauth.EventAccessTokenCreated, nmauth.KindUser, "alice")
 			step(a.DeleteAccessToken(ctx, master, tok.ID), nmauth.EventAccessTokenRevoked, nmauth.KindUser, "alice")
-			step(a.DeleteUser(ctx, "alice"), nmauth.EventUserDeleted, nmauth.KindUser, "alice")
-			step(a.CreateHost(ctx, strings.ToUpper(host), "", "host-password-1"), nmauth.EventHostCreated, nmauth.KindHost, host)
-			step(a.DisableHost(ctx, host), nmauth.EventHostDisabled, nmauth.KindHost, host)
-			step(a.EnableHost(ctx, host), nmauth.EventHostEnabled, nmauth.KindHost, host)
-			step(a.SetHostPassword(ctx, host, "host-password-2"), nmauth.EventHostPasswordSet, nmauth.KindHost, host)
-			step(a.DeleteHost(ctx, host), nmauth.EventHostDeleted, nmauth.KindHost, host)
+			step(ad.DeleteUser(ctx, "alice"), nmauth.EventUserDeleted, nmauth.KindUser, "alice")
+			step(ad.CreateHost(ctx, strings.ToUpper(host), "", "host-password-1"), nmauth.EventHostCreated, nmauth.KindHost, host)
+			step(ad.DisableHost(ctx, host), nmauth.EventHostDisabled, nmauth.KindHost, host)
+			step(ad.EnableHost(ctx, host), nmauth.EventHostEnabled, nmauth.KindHost, host)
+			step(ad.SetHostPassword(ctx, host, "host-password-2"), nmauth.EventHostPasswordSet, nmauth.KindHost, host)
+			step(ad.DeleteHost(ctx, host), nmauth.EventHostDeleted, nmauth.KindHost, host)
 
 			f.events.mu.Lock()
 			defer f.events.mu.Unlock()
@@ -107,7 +108,7 @@ func TestAdminActionsAudited(t *testing.T) {
 				}
 				e := found[0]
 				// The access-token methods name the principal they are
-				// given, the master key here, whoever the context holds.
+				// given, the master key here, whoever the context names.
 				wantActor := actor
 				if w.typ == nmauth.EventAccessTokenCreated || w.typ == nmauth.EventAccessTokenRevoked {
 					wantActor = master
@@ -144,7 +145,7 @@ func TestSecondFactorPendingIsNoLogin(t *testing.T) {
 		t.Errorf("%d %s events after verify-totp, want 1", got, nmauth.EventTOTPVerified)
 	}
 	// IssueLogin, the first factor of single sign-on, says the same.
-	if _, err := f.auth.IssueLogin(context.Background(), "alice"); err != nil {
+	if _, err := f.ext.Login(context.Background(), "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.events.count(nmauth.EventLoginSecondFactorRequired); got != 2 {

@@ -82,6 +82,11 @@ type Config struct {
 	// deadline ran out behind the others. Default to 4 per CPU and 16384;
 	// a negative queue queues none.
 	HostLoginConcurrency, HostLoginQueue int
+	// HostWriteQueue bounds how many writes of right host logins wait to
+	// be applied in a batch, when the Store is a [HostBatchStore]; past it
+	// a login makes its write itself, before it answers. Defaults to
+	// 16384; a negative value queues none.
+	HostWriteQueue int
 	// QueueTimeout bounds how long a login waits for its turn, for a
 	// hashing slot or a host login's; past it the login fails with
 	// [ErrOverloaded] (503 with Retry-After over HTTP). Defaults to 10
@@ -103,12 +108,13 @@ type Config struct {
 	// Store on every check.
 	StatusCacheSize int
 	// TokenCacheSize bounds how many verified tokens the bearer check
-	// remembers, each until its token expires; past it the tokens least
-	// likely to be presented again are dropped one by one. A token is
+	// remembers, each until its token expires; past it a new token takes
+	// the place of an expired one or of one drawn at random. A token is
 	// remembered from its second check on, so that tokens presented once
-	// never displace those presented again. Defaults to 200000, which holds
-	// the tokens of a fleet of 100000 hosts, each with the token it uses
-	// and the one it logs in for next; a negative value disables the cache.
+	// never displace those presented again. The cache takes memory as it
+	// fills, about 190 bytes a node token. Defaults to 2000000, which holds the
+	// tokens of a fleet of a million hosts, each with the token it uses and
+	// the one it logs in for next; a negative value disables the cache.
 	TokenCacheSize int
 
 	// ClientRate is how many login and verify-totp attempts per second
@@ -156,9 +162,9 @@ type Config struct {
 	// that the Authenticator does not keep itself, such as a passkey (see
 	// the passkey package): a right password of such a user earns a
 	// pre-auth token, as with TOTP on, which the application redeems with
-	// [Authenticator.RedeemPreAuth] once it has checked that factor. It is
+	// [Extension.RedeemPreAuth] once it has checked that factor. It is
 	// asked only once the password is right, with what
-	// [Authenticator.LookupUser] tells of the user then; an error fails
+	// [Admin.LookupUser] tells of the user then; an error fails
 	// the login as a Store fault does. Nil leaves TOTP the only second
 	// factor.
 	SecondFactor func(ctx context.Context, user UserInfo) (bool, error)
@@ -175,6 +181,13 @@ type Config struct {
 	// host's tokens. It runs on every such check, uncached, and must be
 	// fast. Nil accepts every such token until it expires.
 	NodeTokenValid func(ctx context.Context, p Principal) (bool, error)
+
+	// Extensions are the optional packages (single sign-on, passkeys, a
+	// factor of the application's own) that may log users in after a
+	// proof of their own, trade pre-auth tokens and write audit events:
+	// [New] registers each with the Authenticator it returns. An
+	// [Extension] is registered with one Authenticator only.
+	Extensions []*Extension
 
 	// Wire chooses the bytes the handler writes: [WireSpec], the default,
 	// or [WireNetmaker] for Netmaker's own clients.
@@ -228,6 +241,9 @@ func (c *Config) setDefaults() {
 	if c.HostLoginQueue == 0 {
 		c.HostLoginQueue = 16384
 	}
+	if c.HostWriteQueue == 0 {
+		c.HostWriteQueue = defaultHostWriteQueue
+	}
 	def(&c.QueueTimeout, defaultQueueTimeout)
 	if c.ClientRate == 0 {
 		c.ClientRate = 1
@@ -236,7 +252,7 @@ func (c *Config) setDefaults() {
 		c.ClientBurst = 20
 	}
 	if c.TokenCacheSize == 0 {
-		c.TokenCacheSize = 200000
+		c.TokenCacheSize = 2000000
 	}
 	if c.StatusCacheSize == 0 {
 		c.StatusCacheSize = 200000
@@ -252,10 +268,14 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// PrincipalKind says what kind of credential authenticated a request.
+// PrincipalKind says what kind of credential authenticated a request:
+// [KindMaster] (the master key), [KindUser] (a user token), [KindHost] (a
+// host token), [KindNode] (a node token) or [KindAccessToken] (a user's
+// personal access token). [Authenticator.Require] admits by kind.
 type PrincipalKind string
 
-// The kinds of [Principal].
+// The kinds of [Principal]: the master key, a user, host or node token, and
+// a personal access token.
 const (
 	KindMaster PrincipalKind = "master"
 	KindUser   PrincipalKind = "user"
@@ -280,7 +300,7 @@ type Principal struct {
 	Network string `json:"network,omitempty"`
 	// TOTP reports that the token came from a login that passed a second
 	// factor: a TOTP or recovery code, or a factor the application checked
-	// itself ([Authenticator.RedeemPreAuth], [Authenticator.IssueUserToken]).
+	// itself ([Extension.RedeemPreAuth], [Extension.LoginVerified]).
 	TOTP bool `json:"totp,omitempty"`
 	// IssuedAt and ExpiresAt bound the token; zero for the master key.
 	IssuedAt  time.Time `json:"issuedAt,omitzero"`
@@ -305,8 +325,8 @@ func (p Principal) IsMaster() bool { return p.Kind == KindMaster }
 
 type principalKey struct{}
 
-// NewContext returns a copy of ctx carrying p.
-func NewContext(ctx context.Context, p Principal) context.Context {
+// newContext returns a copy of ctx carrying p.
+func newContext(ctx context.Context, p Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, &p)
 }
 
@@ -344,7 +364,10 @@ type Authenticator struct {
 	// access keeps the access tokens; nil when the Store does not.
 	access  *guardedTokens
 	clients *clientLimiter
-	log     *slog.Logger
+	// writes queues the writes of right host logins; nil when the Store
+	// does not batch them.
+	writes *hostWriter
+	log    *slog.Logger
 }
 
 // New validates cfg, fills its defaults and returns an Authenticator.
@@ -401,9 +424,37 @@ func New(cfg Config) (*Authenticator, error) {
 		status:   newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store, accessStore)),
 		access:   access,
 		clients:  newClientLimiter(cfg),
+		writes:   newHostWriter(cfg.Store, cfg.HostWriteQueue, cfg.Logger),
 		log:      cfg.Logger,
 	}
+	if err := registerExtensions(cfg.Extensions, a); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// registerExtensions registers each of exts with a, or none of them when
+// one is nil or already registered.
+func registerExtensions(exts []*Extension, a *Authenticator) error {
+	seen := make(map[*Extension]bool, len(exts))
+	for _, e := range exts {
+		switch {
+		case e == nil:
+			return errors.New("nmauth: Config.Extensions holds a nil Extension")
+		case seen[e] || e.auth.Load() != nil:
+			return errors.New("nmauth: Config.Extensions: an Extension is registered twice")
+		}
+		seen[e] = true
+	}
+	for i, e := range exts {
+		if err := e.register(a); err != nil {
+			for _, done := range exts[:i] {
+				done.auth.Store(nil)
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 func (a *Authenticator) now() time.Time { return a.cfg.Now() }
@@ -428,7 +479,7 @@ type UserLogin struct {
 // token; with TOTP on it returns a pre-auth token to redeem with
 // [Authenticator.VerifyTOTP], and so it does for a user with a second
 // factor of the application's ([Config.SecondFactor]), to redeem with
-// [Authenticator.RedeemPreAuth]. An unknown user, a wrong password and a
+// [Extension.RedeemPreAuth]. An unknown user, a wrong password and a
 // disabled account all return [ErrInvalidCredentials] after the same work.
 //
 // The attempt is counted against the account and the client address in
@@ -674,7 +725,9 @@ func (a *Authenticator) admitAndGrant(parent context.Context, left time.Duration
 // generation read, so a revocation or a new secret that moves it on
 // refuses the token as it refuses every older one. A write happens only
 // when something changes: failures to reset, a client address not yet
-// known to the host, a digest under a root secret other than the first.
+// known to the host, a digest under a root secret other than the first;
+// with a [HostBatchStore] it waits for the next batch (see
+// [Authenticator.grantMachine]).
 //
 // Unlike a password, a machine secret's attempt is counted after the
 // check, and only when it fails: guessing a 128-bit secret is hopeless
@@ -728,10 +781,12 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 	return true, errHashChangedTooOften
 }
 
-// grantMachine grants the login of a right machine secret: without a
-// write when it changes nothing, else through
-// [Authenticator.grantLogin]. Nothing was counted, so a refusal by admit
-// or by grant (a MAC address the host may not use) has nothing to undo.
+// grantMachine grants the login of a right machine secret, minting its
+// token from the record read: without a write when it changes nothing,
+// else with a write queued for the next batch (see [HostBatchStore]), or
+// through [Authenticator.grantLogin] when the Store does not batch or the
+// queue is full. Nothing was counted, so a refusal by admit or by grant
+// (a MAC address the host may not use) has nothing to undo.
 func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc account, secret string, upgrade bool,
 	client string, admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
 	if admit != nil {
@@ -739,12 +794,25 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 			return err
 		}
 	}
-	if upgrade || grantChanges(acc, client) {
-		hash := *acc.hash
-		_, err := a.grantLogin(ctx, t, hash, a.newCredential(t, hash, secret, upgrade), client, grant)
-		return err
+	write := upgrade || grantChanges(acc, client)
+	credential := ""
+	if write {
+		credential = a.newCredential(t, *acc.hash, secret, upgrade)
+		if a.writes == nil {
+			_, err := a.grantLogin(ctx, t, *acc.hash, credential, client, grant)
+			return err
+		}
 	}
 	if err := grant(acc, a.now()); err != nil {
+		return err
+	}
+	// The token carries the generation read, so the write can wait for
+	// the next batch: a disable or a new secret meanwhile moves the
+	// generation on and refuses the token, and the write, which applies
+	// only to the digest checked on a host not disabled, undoes neither.
+	// A full queue makes the write now, with the token minted in it.
+	if write && !a.writes.enqueue(newHostWrite(t.name, acc, credential, client)) {
+		_, err := a.grantLogin(ctx, t, *acc.hash, credential, client, grant)
 		return err
 	}
 	a.known.note(clientOfContext(ctx))
@@ -951,7 +1019,7 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 	t := loginTarget{kind: kind, name: id, unknown: ErrUnknownHost, update: func(ctx context.Context, fn func(account) error) error {
 		return a.store.UpdateHost(ctx, id, func(h *Host) error { return fn(hostAccount(h)) })
 	}, read: func(ctx context.Context) (account, error) {
-		h, err := a.store.GetHost(ctx, id)
+		h, err := a.guard.getHostLogin(ctx, id)
 		return hostAccount(&h), err
 	}}
 	var admitHost func(context.Context) error

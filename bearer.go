@@ -2,7 +2,6 @@ package nmauth
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"hash/maphash"
 	"math/rand/v2"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/maypok86/otter/v2"
-	"github.com/maypok86/otter/v2/stats"
 )
 
 // CheckBearer checks one bearer credential: the master key, a user, host
@@ -26,52 +24,55 @@ func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Pri
 		return Principal{}, ErrUnauthenticated
 	}
 	now := a.now()
-	key, e := a.tokens.get(credential, now)
+	key, e := a.tokens.get(credential)
 	hit := e != nil
-	if !hit {
+	var p Principal
+	var account, token *accountRef[accountStatus]
+	if hit {
+		p, account, token = e.principal(), e.account, e.token()
+	} else {
 		if a.cfg.MasterKey.Check(credential) {
 			a.emit(ctx, Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
 			return Principal{Kind: KindMaster}, nil
 		}
 		var err error
-		if e, err = a.newTokenEntry(ctx, credential, now); err != nil {
+		if p, account, token, err = a.verifyToken(ctx, credential, now); err != nil {
 			return Principal{}, err
 		}
-		a.tokens.put(key, e, now)
+		a.tokens.put(key, credential, &p, account, token, now)
 	}
 	// The status cache's hits are the token cache's, corrected here off
 	// the path of a cached token that is checked (see statusCache.stats).
-	reaches := e.account != nil && now.Before(e.p.ExpiresAt)
+	reaches := account != nil && now.Before(p.ExpiresAt)
 	if hit != reaches {
 		a.status.countCorrection(hit)
 	}
-	if !now.Before(e.p.ExpiresAt) {
+	if !now.Before(p.ExpiresAt) {
 		return Principal{}, ErrUnauthenticated
 	}
-	if err := a.checkStanding(ctx, e, now); err != nil {
+	if err := a.checkStanding(ctx, &p, account, token, now); err != nil {
 		return Principal{}, err
 	}
-	return e.p, nil
+	return p, nil
 }
 
-// newTokenEntry verifies a token the cache did not hold and returns its
-// entry.
-func (a *Authenticator) newTokenEntry(ctx context.Context, credential string, now time.Time) (*tokenEntry, error) {
-	var p Principal
-	var err error
+// verifyToken verifies a token the cache did not hold. It returns the
+// token's principal, the place of the account whose standing decides it,
+// and an access token's own place in the status cache.
+func (a *Authenticator) verifyToken(ctx context.Context, credential string, now time.Time) (p Principal, account, token *accountRef[accountStatus], err error) {
 	if strings.HasPrefix(credential, AccessTokenPrefix) {
 		p, err = a.parseAccessToken(ctx, credential, now)
 	} else {
 		p, err = a.parseBearer(credential)
 	}
 	if err != nil {
-		return nil, err
+		return Principal{}, nil, nil, err
 	}
-	e := &tokenEntry{p: p, signature: signature(credential), account: a.status.ref(accountOf(p))}
+	account = a.status.ref(accountOf(p))
 	if p.Kind == KindAccessToken {
-		e.token = a.status.ref(&accountKey{kind: KindAccessToken, name: p.TokenID})
+		token = a.status.ref(&accountKey{kind: KindAccessToken, name: p.TokenID})
 	}
-	return e, nil
+	return p, account, token, nil
 }
 
 func (a *Authenticator) parseBearer(token string) (Principal, error) {
@@ -110,32 +111,32 @@ func accountOf(p Principal) *accountKey {
 // logged out, and an access token deleted. A node
 // token minted by [Authenticator.LoginNode] stands or falls with its host;
 // one minted by [Authenticator.IssueNodeToken] by [Config.NodeTokenValid].
-func (a *Authenticator) checkStanding(ctx context.Context, e *tokenEntry, now time.Time) error {
-	if e.account == nil {
-		if e.p.Kind == KindNode && a.cfg.NodeTokenValid != nil {
-			return a.checkNodeToken(ctx, e.p)
+func (a *Authenticator) checkStanding(ctx context.Context, p *Principal, account, token *accountRef[accountStatus], now time.Time) error {
+	if account == nil {
+		if p.Kind == KindNode && a.cfg.NodeTokenValid != nil {
+			return a.checkNodeToken(ctx, *p)
 		}
 		return nil
 	}
-	st, err := a.status.standing(ctx, e.account, now)
+	st, err := a.status.standing(ctx, account, now)
 	if err != nil {
 		return err
 	}
-	if !st.admits(&e.p) {
+	if !st.admits(p) {
 		return ErrUnauthenticated
 	}
-	if e.token == nil {
+	if token == nil {
 		return nil
 	}
 	// A second call of standing, which the token cache's hits leave out.
 	a.status.countCorrection(false)
-	if st, err = a.status.standing(ctx, e.token, now); err != nil {
+	if st, err = a.status.standing(ctx, token, now); err != nil {
 		return err
 	}
 	if !st.active {
 		return ErrUnauthenticated
 	}
-	a.noteUse(e.token, now)
+	a.noteUse(token, now)
 	return nil
 }
 
@@ -150,174 +151,6 @@ func (a *Authenticator) checkNodeToken(ctx context.Context, p Principal) error {
 		return ErrUnauthenticated
 	}
 	return nil
-}
-
-// tokenEntry is what the token cache keeps of a token that verified: its
-// principal, its signature, and the account whose standing decides it.
-//
-// The cache is keyed by a 64-bit hash of the token under a seed drawn at
-// random by each process, so no one can choose tokens that collide; and a
-// hit must also bring the token's own signature, compared in constant
-// time, so that a token which shares the hash of a cached one but differs
-// in any byte of its header or claims is no hit either (it would need the
-// very HMAC of another message). The entry keeps the signature and not the
-// token: neither a signature alone nor the principal is a credential, and
-// the two together give back no token, whose claims (its jti among them)
-// the entry does not hold.
-type tokenEntry struct {
-	p         Principal
-	signature string
-	account   *accountRef[accountStatus]
-	// token is an access token's own standing: whether it is still in
-	// the Store. Nil for every other kind.
-	token *accountRef[accountStatus]
-}
-
-// signature is the part of a token that a cache hit must bring: the last
-// part of a compact JWS, its signature; an access token's check, the
-// keyed digest of its id and secret. Neither is enough to rebuild the
-// token.
-func signature(token string) string {
-	if strings.HasPrefix(token, AccessTokenPrefix) {
-		return token[strings.LastIndexByte(token, '_')+1:]
-	}
-	return token[strings.LastIndexByte(token, '.')+1:]
-}
-
-// tokenCache remembers the principal of bearer tokens that verified, until
-// they expire, so the check on every request costs a hash and a lookup
-// rather than a parse. Only tokens whose signature was verified are
-// stored.
-//
-// It is an otter cache: reads take no lock that other readers wait for,
-// inserting and evicting cost the same whatever its size, and when it is
-// full it drops the entries least likely to be read again (W-TinyLFU).
-// A token is stored on its second verification, not its first: the
-// doorkeeper remembers the tokens seen once lately, so that a fleet larger
-// than the cache, whose tokens come back only after the cache has
-// forgotten them, costs a parse per check and not also an insertion and an
-// eviction.
-type tokenCache struct {
-	c     *otter.Cache[uint64, *tokenEntry]
-	door  *doorkeeper
-	seed  maphash.Seed
-	clock *checkClock
-}
-
-// newTokenCache returns a cache of at most size tokens, or one that holds
-// none when size is negative.
-func newTokenCache(size int) *tokenCache {
-	if size <= 0 {
-		return &tokenCache{}
-	}
-	clock := &checkClock{}
-	return &tokenCache{
-		c: otter.Must(&otter.Options[uint64, *tokenEntry]{
-			MaximumSize: size,
-			// The counter is striped across CPUs, so concurrent readers
-			// seldom write the same word to count their hits.
-			StatsRecorder: stats.NewCounter(),
-			Clock:         clock,
-			ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[uint64, *tokenEntry]) time.Duration {
-				return time.Duration(e.Value.p.ExpiresAt.UnixNano() - clock.NowNano())
-			}),
-		}),
-		door:  newDoorkeeper(size),
-		seed:  maphash.MakeSeed(),
-		clock: clock,
-	}
-}
-
-// get returns the token's key, for put, and its entry if the token is in
-// the cache, else nil. A disabled cache spends no hash.
-func (c *tokenCache) get(token string, now time.Time) (uint64, *tokenEntry) {
-	if c.c == nil {
-		return 0, nil
-	}
-	c.clock.advance(now)
-	key := maphash.String(c.seed, token)
-	e, ok := c.c.GetIfPresent(key)
-	if !ok || subtle.ConstantTimeCompare([]byte(e.signature), []byte(signature(token))) != 1 {
-		return key, nil
-	}
-	return key, e
-}
-
-// put remembers the entry of a token that verified, until it expires, if
-// the token verified once before lately; otherwise it notes the token in
-// the doorkeeper only.
-func (c *tokenCache) put(key uint64, e *tokenEntry, now time.Time) {
-	if c.c == nil || !now.Before(e.p.ExpiresAt) || !c.door.admit(key) {
-		return
-	}
-	c.c.Set(key, e)
-}
-
-// checkClock is the token cache's clock: the time of the latest bearer
-// check, by [Config.Now], to the millisecond, so that expiry follows the
-// same clock as the check and a read of the cache costs no second reading
-// of the time. It moves on once a millisecond at most, so the checks of
-// two cores seldom write its word. It ticks never: expired entries go as
-// the cache meets them, and its size bounds them meanwhile.
-type checkClock struct{ nanos atomic.Int64 }
-
-func (c *checkClock) NowNano() int64 { return c.nanos.Load() }
-
-func (c *checkClock) Tick(time.Duration) <-chan time.Time { return nil }
-
-func (c *checkClock) advance(now time.Time) {
-	if n := now.UnixNano(); n-c.nanos.Load() >= int64(time.Millisecond) {
-		c.nanos.Store(n)
-	}
-}
-
-// doorkeeper is a Bloom filter of the token digests seen lately: it
-// answers whether a digest was added since it last cleared itself, which
-// it does after as many additions as the cache has room for. It may answer
-// yes for a digest never added (about once in 200 when full, at worst), which costs
-// a cache entry; and no for one added before it cleared, which costs one
-// more parse. It never decides whether a token is accepted.
-type doorkeeper struct {
-	bits  []atomic.Uint64
-	mask  uint64
-	limit int64
-	added atomic.Int64
-}
-
-// doorkeeperHashes is how many bits a digest sets; it spends at least 16
-// bits per digest.
-const doorkeeperHashes = 3
-
-// newDoorkeeper returns a doorkeeper for a cache of size tokens.
-func newDoorkeeper(size int) *doorkeeper {
-	nbits := uint64(64)
-	for nbits < 16*uint64(size) {
-		nbits <<= 1
-	}
-	return &doorkeeper{bits: make([]atomic.Uint64, nbits/64), mask: nbits - 1, limit: int64(size)}
-}
-
-// admit reports whether key was added since the doorkeeper last cleared,
-// and adds it. The key is a seeded hash; its two halves make the probes
-// (double hashing).
-func (k *doorkeeper) admit(key uint64) bool {
-	seen := true
-	step := key>>32 | 1
-	for i := range uint64(doorkeeperHashes) {
-		bit := (key + i*step) & k.mask
-		w, m := &k.bits[bit/64], uint64(1)<<(bit%64)
-		if w.Load()&m == 0 {
-			seen = false
-			w.Or(m)
-		}
-	}
-	if !seen && k.added.Add(1) == k.limit {
-		for i := range k.bits {
-			k.bits[i].Store(0)
-		}
-		k.added.Store(0)
-	}
-	return seen
 }
 
 // accountStatus is what the bearer check needs to know of an account. It

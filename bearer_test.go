@@ -55,7 +55,7 @@ func TestDisableWinsOverConcurrentChecks(t *testing.T) {
 		}
 		close(start)
 		runtime.Gosched()
-		if err := f.auth.DisableUser(ctx, name); err != nil {
+		if err := f.auth.Admin().DisableUser(ctx, name); err != nil {
 			t.Fatalf("DisableUser(%q): %v", name, err)
 		}
 		wg.Wait()
@@ -85,7 +85,7 @@ func TestStatusCacheFull(t *testing.T) {
 			t.Fatalf("CheckBearer(%s's token): %v", name, err)
 		}
 	}
-	if err := f.auth.RevokeUserTokens(ctx, "user-07"); err != nil {
+	if err := f.auth.Admin().RevokeUserTokens(ctx, "user-07"); err != nil {
 		t.Fatal(err)
 	}
 	for name, tok := range tokens {

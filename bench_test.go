@@ -298,7 +298,7 @@ func benchLoginAuth(b *testing.B) (*Authenticator, *MemoryStore) {
 	b.Helper()
 	store := NewMemoryStore()
 	a := benchAuth(b, store, nil)
-	if err := a.CreateUser(context.Background(), benchUser, benchPassword); err != nil {
+	if err := a.Admin().CreateUser(context.Background(), benchUser, benchPassword); err != nil {
 		b.Fatal(err)
 	}
 	return a, store
@@ -589,7 +589,7 @@ func BenchmarkLoginHost(b *testing.B) {
 	} {
 		setup := func(b *testing.B) *Authenticator {
 			a := benchAuth(b, NewMemoryStore(), func(c *Config) { c.ClientRate = -1 })
-			if err := a.CreateHost(ctx, "bench-host", "", c.password); err != nil {
+			if err := a.Admin().CreateHost(ctx, "bench-host", "", c.password); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := a.LoginHost(ctx, "bench-host", "", c.password); err != nil {

@@ -32,10 +32,10 @@ func newBodyServer(t *testing.T) *bodyServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := auth.CreateUser(context.Background(), "alice", bodyUserPassword); err != nil {
+	if err := auth.Admin().CreateUser(context.Background(), "alice", bodyUserPassword); err != nil {
 		t.Fatal(err)
 	}
-	if err := auth.CreateHost(context.Background(), bodyHostID, "", bodyHostPassword); err != nil {
+	if err := auth.Admin().CreateHost(context.Background(), bodyHostID, "", bodyHostPassword); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(auth.Handler())

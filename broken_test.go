@@ -70,12 +70,12 @@ func TestCustomStoreBrokenRecord(t *testing.T) {
 	if n := strings.Count(logs.String(), `bob`); n != 1 || !strings.Contains(logs.String(), "profile") {
 		t.Errorf("log names bob %d times, want one line naming bob and the column:\n%s", n, logs.String())
 	}
-	if err := f.auth.DisableUser(ctx, "bob"); !errors.Is(err, nmauth.ErrBrokenRecord) || !errors.Is(err, nmauth.ErrDataFault) || errors.Is(err, nmauth.ErrStoreUnavailable) {
+	if err := f.auth.Admin().DisableUser(ctx, "bob"); !errors.Is(err, nmauth.ErrBrokenRecord) || !errors.Is(err, nmauth.ErrDataFault) || errors.Is(err, nmauth.ErrStoreUnavailable) {
 		t.Errorf("DisableUser(bob) = %v, want ErrBrokenRecord, a data fault", err)
 	}
 	wantStatus(t, f.loginUser("alice", "correct horse battery"), http.StatusOK)
 
-	users, err := f.auth.ListUsers(ctx, "", 10)
+	users, err := f.auth.Admin().ListUsers(ctx, "", 10)
 	if err != nil || len(users) != 2 || !slices.Equal(users[1].Broken, []string{"profile"}) || users[0].Broken != nil {
 		t.Fatalf("ListUsers = %+v, %v; want alice sound and bob marked broken", users, err)
 	}
@@ -86,7 +86,7 @@ func TestCustomStoreBrokenRecord(t *testing.T) {
 		t.Errorf("Ready: %v", err)
 	}
 	// The memory store cannot repair, and says so.
-	if _, err := f.auth.BrokenRecords(ctx); !errors.Is(err, nmauth.ErrRepairUnsupported) {
+	if _, err := f.auth.Admin().BrokenRecords(ctx); !errors.Is(err, nmauth.ErrRepairUnsupported) {
 		t.Errorf("BrokenRecords on a store without RepairStore = %v, want ErrRepairUnsupported", err)
 	}
 }

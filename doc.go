@@ -59,11 +59,11 @@
 //
 // # Accounts
 //
-// Users and hosts have the same lifecycle: [Authenticator.CreateUser] and
-// [Authenticator.CreateHost], DisableUser and DisableHost, EnableUser and
+// Users and hosts have the same lifecycle: [Admin.CreateUser] and
+// [Admin.CreateHost], DisableUser and DisableHost, EnableUser and
 // EnableHost, SetUserPassword and SetHostPassword, RevokeUserTokens and
-// RevokeHostTokens, DeleteUser and DeleteHost. [Authenticator.ListUsers]
-// and [Authenticator.ListHosts] page through them without a hash or a
+// RevokeHostTokens, DeleteUser and DeleteHost. [Admin.ListUsers]
+// and [Admin.ListHosts] page through them without a hash or a
 // secret. Node tokens from [Authenticator.IssueNodeToken] are revoked
 // through [Config.NodeTokenValid]; those from [Authenticator.LoginNode]
 // die with their host's tokens.

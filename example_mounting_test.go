@@ -33,7 +33,7 @@ func Example_mounting() {
 		log.Fatal(err)
 	}
 	// A first account, for the login route; ErrExists once it is there.
-	if err := auth.CreateUser(ctx, "admin", os.Getenv("ADMIN_PASSWORD")); err != nil && !errors.Is(err, nmauth.ErrExists) {
+	if err := auth.Admin().CreateUser(ctx, "admin", os.Getenv("ADMIN_PASSWORD")); err != nil && !errors.Is(err, nmauth.ErrExists) {
 		log.Fatal(err)
 	}
 	usersOnly := auth.Require(nmauth.KindUser, nmauth.KindMaster) // checks the bearer and its kind

@@ -31,7 +31,7 @@ func ExampleAuthenticator_LoginNode() {
 		panic(err)
 	}
 	ctx := context.Background()
-	if err := auth.CreateHost(ctx, "host-1", "", "host-1 password"); err != nil {
+	if err := auth.Admin().CreateHost(ctx, "host-1", "", "host-1 password"); err != nil {
 		panic(err)
 	}
 
@@ -45,7 +45,7 @@ func ExampleAuthenticator_LoginNode() {
 	_, err = auth.LoginNode(ctx, "net-2", "host-1", "", "host-1 password")
 	fmt.Println("net-2:", err)
 
-	if err := auth.RevokeHostTokens(ctx, "host-1"); err != nil {
+	if err := auth.Admin().RevokeHostTokens(ctx, "host-1"); err != nil {
 		panic(err)
 	}
 	_, err = auth.CheckBearer(ctx, login.AuthToken)

@@ -24,7 +24,7 @@ func Example() {
 		panic(err)
 	}
 	ctx := context.Background()
-	if err := auth.CreateUser(ctx, "Alice", "correct horse battery"); err != nil {
+	if err := auth.Admin().CreateUser(ctx, "Alice", "correct horse battery"); err != nil {
 		panic(err)
 	}
 
@@ -44,7 +44,7 @@ func Example() {
 
 func ExampleAuthenticator_Handler() {
 	auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}})
-	auth.CreateUser(context.Background(), "alice", "correct horse battery")
+	auth.Admin().CreateUser(context.Background(), "alice", "correct horse battery")
 
 	// The application's mux: nmauth's routes beside the application's own.
 	mux := http.NewServeMux()
@@ -140,7 +140,7 @@ func ExampleAuthenticator_Limit() {
 
 func ExampleAuthenticator_Require() {
 	auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}})
-	auth.CreateUser(context.Background(), "alice", "correct horse battery")
+	auth.Admin().CreateUser(context.Background(), "alice", "correct horse battery")
 	user, _ := auth.LoginUser(context.Background(), "alice", "correct horse battery")
 	node, _ := auth.IssueNodeToken(context.Background(), "home", "node-1")
 
@@ -176,7 +176,7 @@ func ExampleConfig_onEvent() {
 			fmt.Println(e.Type, e.Kind, e.Name, e.Client)
 		},
 	})
-	auth.CreateUser(context.Background(), "alice", "correct horse battery")
+	auth.Admin().CreateUser(context.Background(), "alice", "correct horse battery")
 
 	req := httptest.NewRequest("POST", "/api/users/adm/authenticate",
 		strings.NewReader(`{"username":"alice","password":"not her password"}`))
@@ -186,7 +186,7 @@ func ExampleConfig_onEvent() {
 
 	// Outside a request, the event has the caller's context and no client.
 	// An admin change emits its own event, and the revocation it makes.
-	auth.DisableUser(context.Background(), "alice")
+	auth.Admin().DisableUser(context.Background(), "alice")
 	// Output:
 	// user.created user alice invalid IP
 	// login.failed user alice 198.51.100.7
@@ -194,16 +194,16 @@ func ExampleConfig_onEvent() {
 	// tokens.revoked user alice invalid IP
 }
 
-func ExampleAuthenticator_ListUsers() {
+func ExampleAdmin_ListUsers() {
 	auth, _ := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{rootSecret}})
 	ctx := context.Background()
 	for _, name := range []string{"carol", "alice", "bob"} {
-		auth.CreateUser(ctx, name, "correct horse battery")
+		auth.Admin().CreateUser(ctx, name, "correct horse battery")
 	}
-	auth.DisableUser(ctx, "bob")
+	auth.Admin().DisableUser(ctx, "bob")
 
 	for after := ""; ; {
-		page, err := auth.ListUsers(ctx, after, 2)
+		page, err := auth.Admin().ListUsers(ctx, after, 2)
 		if err != nil {
 			panic(err)
 		}

@@ -28,7 +28,7 @@ func ExampleAuthenticator_VerifyTOTP() {
 		panic(err)
 	}
 	ctx := context.Background()
-	if err := auth.CreateUser(ctx, "alice", "correct horse battery"); err != nil {
+	if err := auth.Admin().CreateUser(ctx, "alice", "correct horse battery"); err != nil {
 		panic(err)
 	}
 	login, err := auth.LoginUser(ctx, "alice", "correct horse battery")

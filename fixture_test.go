@@ -70,6 +70,7 @@ type fixture struct {
 	clock  *clock
 	store  nmauth.Store // the Store the Authenticator uses
 	auth   *nmauth.Authenticator
+	ext    *nmauth.Extension // registered with auth
 	srv    *httptest.Server
 	client *http.Client
 	events *eventLog
@@ -131,6 +132,8 @@ func newFixture(t testing.TB, tweak ...func(*nmauth.Config)) *fixture {
 	for _, fn := range tweak {
 		fn(&cfg)
 	}
+	f.ext = new(nmauth.Extension)
+	cfg.Extensions = append(cfg.Extensions, f.ext)
 	if f.auth, err = nmauth.New(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -149,14 +152,14 @@ func newFixture(t testing.TB, tweak ...func(*nmauth.Config)) *fixture {
 
 func (f *fixture) addUser(name, password string) {
 	f.t.Helper()
-	if err := f.auth.CreateUser(context.Background(), name, password); err != nil {
+	if err := f.auth.Admin().CreateUser(context.Background(), name, password); err != nil {
 		f.t.Fatalf("CreateUser(%q): %v", name, err)
 	}
 }
 
 func (f *fixture) addHost(id, mac, password string) {
 	f.t.Helper()
-	if err := f.auth.CreateHost(context.Background(), id, mac, password); err != nil {
+	if err := f.auth.Admin().CreateHost(context.Background(), id, mac, password); err != nil {
 		f.t.Fatalf("CreateHost(%q): %v", id, err)
 	}
 }

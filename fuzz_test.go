@@ -28,7 +28,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	}
 	f.Add(`{}`, "text/plain")
 	f.Fuzz(func(t *testing.T, body, ct string) {
-		for _, v := range []any{&UserAuthRequest{}, &HostAuthRequest{}, &TOTPRequest{}} {
+		for _, v := range []any{&userAuthRequest{}, &hostAuthRequest{}, &totpRequest{}} {
 			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 			req.Header.Set("Content-Type", ct)
 			err := decodeJSON(httptest.NewRecorder(), req, v)

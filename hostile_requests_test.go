@@ -315,7 +315,7 @@ func (s *scene) cases(t *testing.T) []hostileCase {
 	wrong := s.wrongCode()
 	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
 	huge := strings.Repeat("a", 60000)
-	tooBig := `{"username":"` + strings.Repeat("a", nmauth.MaxBodyBytes+1) + `"}`
+	tooBig := `{"username":"` + strings.Repeat("a", (64<<10)+1) + `"}`
 
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

@@ -25,7 +25,7 @@ func TestMACPolicy(t *testing.T) {
 				c.OnEvent = func(_ context.Context, e Event) { events = append(events, e.Type) }
 			})
 			ctx := context.Background()
-			if err := a.CreateHost(ctx, "host-1", "aa:bb:cc:dd:ee:01", "right password"); err != nil {
+			if err := a.Admin().CreateHost(ctx, "host-1", "aa:bb:cc:dd:ee:01", "right password"); err != nil {
 				t.Fatal(err)
 			}
 			for _, mac := range []string{"aa:bb:cc:dd:ee:02", ""} {
@@ -64,7 +64,7 @@ func TestRefusedMACIsNoFailure(t *testing.T) {
 	store := NewMemoryStore()
 	a := quickAuth(t, store, clock, func(c *Config) { c.RefuseMACChange = true })
 	ctx := WithClientAddr(context.Background(), netip.MustParseAddr("192.0.2.7"))
-	if err := a.CreateHost(ctx, "host-1", "aa:bb:cc:dd:ee:01", "right password"); err != nil {
+	if err := a.Admin().CreateHost(ctx, "host-1", "aa:bb:cc:dd:ee:01", "right password"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {
@@ -89,10 +89,10 @@ func TestHostUUIDsInOneCase(t *testing.T) {
 	a := quickAuth(t, NewMemoryStore(), &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)})
 	ctx := context.Background()
 	const id = "0F8FAD5B-D9CB-469F-A165-70867728950E"
-	if err := a.CreateHost(ctx, id, "", "right password"); err != nil {
+	if err := a.Admin().CreateHost(ctx, id, "", "right password"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.CreateHost(ctx, strings.ToLower(id), "", "right password"); !errors.Is(err, ErrExists) {
+	if err := a.Admin().CreateHost(ctx, strings.ToLower(id), "", "right password"); !errors.Is(err, ErrExists) {
 		t.Errorf("second host in lower case: %v, want ErrExists", err)
 	}
 	out, err := a.LoginHost(ctx, strings.ToLower(id), "", "right password")

@@ -161,32 +161,32 @@ func TestHostLifecycle(t *testing.T) {
 	}
 
 	held := tokens("host-password-1")
-	if err := f.auth.RevokeHostTokens(ctx, id); err != nil {
+	if err := f.auth.Admin().RevokeHostTokens(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	wantDead("RevokeHostTokens", held)
 
 	held = tokens("host-password-1")
-	if err := f.auth.SetHostPassword(ctx, id, "host-password-2"); err != nil {
+	if err := f.auth.Admin().SetHostPassword(ctx, id, "host-password-2"); err != nil {
 		t.Fatal(err)
 	}
 	wantDead("SetHostPassword", held)
 	if _, err := f.auth.LoginHost(ctx, id, "", "host-password-1"); !errors.Is(err, nmauth.ErrInvalidCredentials) {
 		t.Errorf("old password after SetHostPassword: %v, want ErrInvalidCredentials", err)
 	}
-	if err := f.auth.SetHostPassword(ctx, id, "short"); !errors.Is(err, nmauth.ErrInvalidPassword) {
+	if err := f.auth.Admin().SetHostPassword(ctx, id, "short"); !errors.Is(err, nmauth.ErrInvalidPassword) {
 		t.Errorf("SetHostPassword with a short password: %v, want ErrInvalidPassword", err)
 	}
 
 	held = tokens("host-password-2")
-	if err := f.auth.DisableHost(ctx, id); err != nil {
+	if err := f.auth.Admin().DisableHost(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	wantDead("DisableHost", held)
 	if _, err := f.auth.LoginHost(ctx, id, "", "host-password-2"); !errors.Is(err, nmauth.ErrInvalidCredentials) {
 		t.Errorf("login of a disabled host: %v, want ErrInvalidCredentials", err)
 	}
-	if err := f.auth.EnableHost(ctx, id); err != nil {
+	if err := f.auth.Admin().EnableHost(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	held = tokens("host-password-2")
@@ -195,7 +195,7 @@ func TestHostLifecycle(t *testing.T) {
 			t.Errorf("token after EnableHost: %v", err)
 		}
 	}
-	if err := f.auth.EnableHost(ctx, testHostIDs[1]); !errors.Is(err, nmauth.ErrNotFound) {
+	if err := f.auth.Admin().EnableHost(ctx, testHostIDs[1]); !errors.Is(err, nmauth.ErrNotFound) {
 		t.Errorf("EnableHost of an unknown host: %v, want ErrNotFound", err)
 	}
 }
@@ -209,7 +209,7 @@ func TestDisabledHostNodeLoginAnswersAsAWrongPassword(t *testing.T) {
 	})
 	f.addHost(testHostIDs[0], "", "host-password-1")
 	ctx := context.Background()
-	if err := f.auth.DisableHost(ctx, testHostIDs[0]); err != nil {
+	if err := f.auth.Admin().DisableHost(ctx, testHostIDs[0]); err != nil {
 		t.Fatal(err)
 	}
 	for _, password := range []string{"host-password-1", "wrong-password"} {
@@ -245,7 +245,7 @@ func TestOneFormOfHostID(t *testing.T) {
 	})
 	ctx := context.Background()
 	f.addHost(upper, "", "host-password-1")
-	if err := f.auth.CreateHost(ctx, lower, "", "host-password-2"); !errors.Is(err, nmauth.ErrExists) {
+	if err := f.auth.Admin().CreateHost(ctx, lower, "", "host-password-2"); !errors.Is(err, nmauth.ErrExists) {
 		t.Fatalf("CreateHost of the lower-case spelling after the upper-case = %v, want ErrExists", err)
 	}
 	for _, id := range []string{lower, upper, mixed} {
@@ -273,7 +273,7 @@ func TestOneFormOfHostID(t *testing.T) {
 			t.Errorf("NodeMember asked about %q, want %q", id, lower)
 		}
 	}
-	if err := f.auth.DisableHost(ctx, mixed); err != nil {
+	if err := f.auth.Admin().DisableHost(ctx, mixed); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.auth.LoginHost(ctx, lower, "", "host-password-1"); !errors.Is(err, nmauth.ErrInvalidCredentials) {

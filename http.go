@@ -18,8 +18,8 @@ import (
 	"time"
 )
 
-// MaxBodyBytes is the largest request body the handler reads.
-const MaxBodyBytes = 64 << 10
+// maxBodyBytes is the largest request body the handler reads.
+const maxBodyBytes = 64 << 10
 
 // Request decoding errors, mapped to 415, 413 and 400.
 var (
@@ -39,21 +39,21 @@ type Envelope struct {
 	Response any    `json:"response,omitempty"`
 }
 
-// HostAuthRequest is the body of host login.
-type HostAuthRequest struct {
+// hostAuthRequest is the body of host login.
+type hostAuthRequest struct {
 	ID         string `json:"id"`
 	MACAddress string `json:"macaddress"`
 	Password   string `json:"password"`
 }
 
-// UserAuthRequest is the body of user login.
-type UserAuthRequest struct {
+// userAuthRequest is the body of user login.
+type userAuthRequest struct {
 	Username string `json:"username"`
 	Password string `json:"password"`
 }
 
-// TOTPRequest is the body of complete-totp and verify-totp.
-type TOTPRequest struct {
+// totpRequest is the body of complete-totp and verify-totp.
+type totpRequest struct {
 	URL       string `json:"otp_auth_url"`
 	Signature string `json:"otp_auth_url_signature"`
 	TOTP      string `json:"totp"`
@@ -132,8 +132,8 @@ type route struct {
 // emits [EventClientThrottled]. An attempt is given back once answered
 // only if the request proved a credential: if the Authenticator minted a
 // token for a login within it, through a login method,
-// [Authenticator.VerifyTOTP], [Authenticator.RedeemPreAuth],
-// [Authenticator.IssueUserToken], [Authenticator.IssueLogin] or
+// [Authenticator.VerifyTOTP], [Extension.RedeemPreAuth],
+// [Extension.LoginVerified], [Extension.Login] or
 // [Authenticator.IssueNodeToken], called with the request's context. So a
 // fleet behind one address is not slowed by its own logins, while each
 // wrong guess, and each answer that proves nothing however it succeeds (a
@@ -286,8 +286,8 @@ func (c *bearerContext) Value(key any) any {
 // valid credential of another kind gets 403 ([ErrForbidden]), since it is
 // no wrong credential; a Store fault during the check gets 503. Each
 // answer is the active profile's envelope. Behind Middleware or another
-// Require, or the application's own [NewContext], the Principal already
-// in the context is taken as it is, and the bearer is not checked twice.
+// Require, the Principal already in the context is taken as it is, and the
+// bearer is not checked twice.
 //
 // Require panics when kinds is empty or holds a kind other than
 // [KindMaster], [KindUser], [KindHost], [KindNode] and [KindAccessToken]
@@ -355,7 +355,7 @@ func BearerToken(h http.Header) (string, error) {
 // the network in the path: one body, one path, another token.
 func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req HostAuthRequest
+		var req hostAuthRequest
 		err := decodeJSON(w, r, &req)
 		if err == nil {
 			err = requireFields("id", req.ID, "password", req.Password)
@@ -380,7 +380,7 @@ func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
 }
 
 func (a *Authenticator) serveUserLogin(w http.ResponseWriter, r *http.Request) {
-	var req UserAuthRequest
+	var req userAuthRequest
 	err := decodeJSON(w, r, &req)
 	if err == nil {
 		err = requireFields("username", req.Username, "password", req.Password)
@@ -408,7 +408,7 @@ func (a *Authenticator) serveInitTOTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Authenticator) serveCompleteTOTP(w http.ResponseWriter, r *http.Request) {
-	var req TOTPRequest
+	var req totpRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -428,7 +428,7 @@ func (a *Authenticator) serveVerifyTOTP(w http.ResponseWriter, r *http.Request) 
 		a.WriteError(w, r, err)
 		return
 	}
-	var req TOTPRequest
+	var req totpRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -441,7 +441,7 @@ func (a *Authenticator) serveVerifyTOTP(w http.ResponseWriter, r *http.Request) 
 	a.writeAnswer(w, answerVerifyTOTP, out)
 }
 
-// decodeJSON reads exactly one JSON value of at most MaxBodyBytes from an
+// decodeJSON reads exactly one JSON value of at most maxBodyBytes from an
 // application/json body into v, a pointer to a struct, whose keys must
 // match v's field names exactly (see [checkKeys]).
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
@@ -449,7 +449,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil || mt != "application/json" {
 		return errContentType
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		return decodeError(err)
 	}

@@ -93,7 +93,7 @@ func TestLoginFailuresLookAlike(t *testing.T) {
 		f := newFixture(t, withWire(w))
 		f.addUser("alice", "correct horse battery")
 		f.addUser("bob", "correct horse battery")
-		if err := f.auth.DisableUser(context.Background(), "bob"); err != nil {
+		if err := f.auth.Admin().DisableUser(context.Background(), "bob"); err != nil {
 			t.Fatal(err)
 		}
 		var bodies []string
@@ -360,7 +360,7 @@ func TestPendingEnrollmentDiesWithPasswordChange(t *testing.T) {
 	f := newFixture(t)
 	f.addUser("alice", "correct horse battery")
 	e := f.initTOTP("alice", testMasterKey)
-	if err := f.auth.SetUserPassword(context.Background(), "alice", "another horse battery"); err != nil {
+	if err := f.auth.Admin().SetUserPassword(context.Background(), "alice", "another horse battery"); err != nil {
 		t.Fatal(err)
 	}
 	r := f.do("/api/users/alice/auth/complete-totp", testMasterKey, map[string]string{
@@ -533,13 +533,13 @@ func TestTokenExpiryAndRevocation(t *testing.T) {
 		if _, err := f.auth.CheckBearer(ctx, alice); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.auth.DisableUser(ctx, "alice"); err != nil {
+		if err := f.auth.Admin().DisableUser(ctx, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.auth.CheckBearer(ctx, alice); err == nil {
 			t.Fatal("token of a disabled user accepted")
 		}
-		if err := f.auth.DeleteUser(ctx, "bob"); err != nil {
+		if err := f.auth.Admin().DeleteUser(ctx, "bob"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.auth.CheckBearer(ctx, bob); err == nil {
@@ -750,10 +750,10 @@ func TestResealTOTPSecrets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, err := rotated.ResealTOTPSecrets(ctx); n != 1 || err != nil {
+		if n, err := rotated.Admin().ResealTOTPSecrets(ctx); n != 1 || err != nil {
 			t.Fatalf("ResealTOTPSecrets = %d, %v; want 1 sealed", n, err)
 		}
-		if n, err := rotated.ResealTOTPSecrets(ctx); n != 0 || err != nil {
+		if n, err := rotated.Admin().ResealTOTPSecrets(ctx); n != 0 || err != nil {
 			t.Fatalf("second ResealTOTPSecrets = %d, %v; want 0", n, err)
 		}
 		after, _ := f.store.GetUser(ctx, "alice")
@@ -777,7 +777,7 @@ func TestRevocationWithinOneSecond(t *testing.T) {
 		f.addUser("alice", "correct horse battery")
 		ctx := context.Background()
 		f.clock.Advance(5 * time.Second)
-		if err := f.auth.SetUserPassword(ctx, "alice", "a new password!"); err != nil {
+		if err := f.auth.Admin().SetUserPassword(ctx, "alice", "a new password!"); err != nil {
 			t.Fatal(err)
 		}
 		f.clock.Advance(300 * time.Millisecond)
@@ -786,10 +786,10 @@ func TestRevocationWithinOneSecond(t *testing.T) {
 			t.Fatalf("fresh token refused: %v", err)
 		}
 		f.clock.Advance(300 * time.Millisecond)
-		if err := f.auth.DisableUser(ctx, "alice"); err != nil {
+		if err := f.auth.Admin().DisableUser(ctx, "alice"); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.auth.EnableUser(ctx, "alice"); err != nil {
+		if err := f.auth.Admin().EnableUser(ctx, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.auth.CheckBearer(ctx, tok); err == nil {
@@ -813,7 +813,7 @@ func TestDisableAndDeleteHost(t *testing.T) {
 			return r.field(t, "authToken").(string)
 		}
 		h1, h2 := tokenOf(testHostIDs[0], "host-password-1"), tokenOf(testHostIDs[1], "host-password-2")
-		if err := f.auth.DisableHost(ctx, testHostIDs[0]); err != nil {
+		if err := f.auth.Admin().DisableHost(ctx, testHostIDs[0]); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.auth.CheckBearer(ctx, h1); err == nil {
@@ -823,13 +823,13 @@ func TestDisableAndDeleteHost(t *testing.T) {
 		if f.events.count(nmauth.EventTokensRevoked) != 1 {
 			t.Fatal("disabling a host not reported")
 		}
-		if err := f.auth.DeleteHost(ctx, testHostIDs[1]); err != nil {
+		if err := f.auth.Admin().DeleteHost(ctx, testHostIDs[1]); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.auth.CheckBearer(ctx, h2); err == nil {
 			t.Fatal("token of a deleted host accepted")
 		}
-		if err := f.auth.DisableHost(ctx, ""); !errors.Is(err, nmauth.ErrInvalidHost) {
+		if err := f.auth.Admin().DisableHost(ctx, ""); !errors.Is(err, nmauth.ErrInvalidHost) {
 			t.Fatalf("DisableHost(\"\") = %v", err)
 		}
 	})
@@ -848,7 +848,7 @@ func TestRecoveryCodeAtVerify(t *testing.T) {
 		if left := r.field(t, "recoveryCodesLeft"); left != 9.0 {
 			t.Fatalf("recoveryCodesLeft %v, want 9", left)
 		}
-		if n, _ := f.auth.RecoveryCodesLeft(context.Background(), "alice"); n != 9 {
+		if n, _ := f.auth.Admin().RecoveryCodesLeft(context.Background(), "alice"); n != 9 {
 			t.Fatalf("RecoveryCodesLeft = %d", n)
 		}
 		if f.events.count(nmauth.EventRecoveryCodeUsed) != 1 {

@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// AccessTokenBody is the body of access-token creation, in the field
+// accessTokenBody is the body of access-token creation, in the field
 // names of Netmaker's server in both wire profiles. The fields a server
 // sets (id, created_by, created_at, last_used), which Netmaker's clients
 // send empty, are ignored.
-type AccessTokenBody struct {
+type accessTokenBody struct {
 	Name      string    `json:"name"`
 	UserName  string    `json:"user_name"`
 	ExpiresAt time.Time `json:"expires_at"`
@@ -49,7 +49,7 @@ func (a *Authenticator) logoutRoute() route {
 }
 
 func (a *Authenticator) serveCreateAccessToken(w http.ResponseWriter, r *http.Request) {
-	var body AccessTokenBody
+	var body accessTokenBody
 	err := decodeJSON(w, r, &body)
 	if err == nil {
 		err = requireFields("name", body.Name, "user_name", body.UserName)

@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// ErrInvalidImport is returned by [Authenticator.ImportUser] and
-// [Authenticator.ImportHost] for a record that cannot be imported as it
+// ErrInvalidImport is returned by [Admin.ImportUser] and
+// [Admin.ImportHost] for a record that cannot be imported as it
 // is: a password hash of no known format, a bad TOTP secret, both a hash
 // and a password. Nothing of such a record is stored. The error names
 // the reason, never a secret.
@@ -38,7 +38,7 @@ type ImportedUser struct {
 	// app holds it (HMAC-SHA1, 6 digits, 30 seconds); "" when TOTP is off.
 	// It is sealed under the first root secret on import.
 	TOTPSecret string
-	// Disabled refuses the user's logins, as [Authenticator.DisableUser].
+	// Disabled refuses the user's logins, as [Admin.DisableUser].
 	Disabled bool
 }
 
@@ -52,19 +52,19 @@ type ImportedHost struct {
 	MACAddress string
 	// PasswordHash and Password are as in [ImportedUser], but that one of
 	// them is required. A host's right login replaces the hash with the
-	// digest of a machine secret (see [Authenticator.CreateHost]), or with
+	// digest of a machine secret (see [Admin.CreateHost]), or with
 	// an argon2id hash for any other password.
 	PasswordHash string
 	Password     string
-	// Disabled refuses the host's logins, as [Authenticator.DisableHost].
+	// Disabled refuses the host's logins, as [Admin.DisableHost].
 	Disabled bool
 	// Networks are the networks the host is a member of, for node login;
-	// each is handed to the addMember of [Authenticator.ImportHost].
+	// each is handed to the addMember of [Admin.ImportHost].
 	Networks []string
 }
 
-// ImportResult tells what an import did, or with [Authenticator.PlanUserImport]
-// and [Authenticator.PlanHostImport] would do.
+// ImportResult tells what an import did, or with [Admin.PlanUserImport]
+// and [Admin.PlanHostImport] would do.
 type ImportResult struct {
 	// Name is the prepared username or host id.
 	Name string
@@ -87,13 +87,15 @@ type ImportResult struct {
 // import can simply run again: a user of that name that already exists is
 // left as it is, with Added false. A record that cannot be imported gives
 // [ErrInvalidImport] or [ErrInvalidUsername] and stores nothing.
-func (a *Authenticator) ImportUser(ctx context.Context, in ImportedUser) (ImportResult, error) {
+func (ad *Admin) ImportUser(ctx context.Context, in ImportedUser) (ImportResult, error) {
+	a := ad.a
 	return a.importUser(ctx, in, true)
 }
 
-// PlanUserImport checks in as [Authenticator.ImportUser] does and tells
+// PlanUserImport checks in as [Admin.ImportUser] does and tells
 // what it would do, writing nothing.
-func (a *Authenticator) PlanUserImport(ctx context.Context, in ImportedUser) (ImportResult, error) {
+func (ad *Admin) PlanUserImport(ctx context.Context, in ImportedUser) (ImportResult, error) {
+	a := ad.a
 	return a.importUser(ctx, in, false)
 }
 
@@ -150,7 +152,8 @@ func (a *Authenticator) importUser(ctx context.Context, in ImportedUser, write b
 // was); nil leaves memberships to the caller. A record that cannot be
 // imported gives [ErrInvalidImport], [ErrInvalidHost] or
 // [ErrInvalidNetwork] and stores nothing.
-func (a *Authenticator) ImportHost(ctx context.Context, in ImportedHost, addMember func(ctx context.Context, network, hostID string) (bool, error)) (ImportResult, error) {
+func (ad *Admin) ImportHost(ctx context.Context, in ImportedHost, addMember func(ctx context.Context, network, hostID string) (bool, error)) (ImportResult, error) {
+	a := ad.a
 	r, h, err := a.importHost(ctx, in, true)
 	if err != nil {
 		return r, err
@@ -179,10 +182,11 @@ func (a *Authenticator) ImportHost(ctx context.Context, in ImportedHost, addMemb
 	return r, nil
 }
 
-// PlanHostImport checks in as [Authenticator.ImportHost] does and tells
+// PlanHostImport checks in as [Admin.ImportHost] does and tells
 // what it would do, writing nothing: isMember, when set, tells whether
 // the host is already a member of a network.
-func (a *Authenticator) PlanHostImport(ctx context.Context, in ImportedHost, isMember func(ctx context.Context, network, hostID string) (bool, error)) (ImportResult, error) {
+func (ad *Admin) PlanHostImport(ctx context.Context, in ImportedHost, isMember func(ctx context.Context, network, hostID string) (bool, error)) (ImportResult, error) {
+	a := ad.a
 	r, _, err := a.importHost(ctx, in, false)
 	if err != nil {
 		return r, err

@@ -44,7 +44,7 @@ func TestImportUserHashes(t *testing.T) {
 		t.Run(tc.format, func(t *testing.T) {
 			f := newFixture(t)
 			ctx := context.Background()
-			r, err := f.auth.ImportUser(ctx, nmauth.ImportedUser{Name: "Imported", PasswordHash: tc.hash})
+			r, err := f.auth.Admin().ImportUser(ctx, nmauth.ImportedUser{Name: "Imported", PasswordHash: tc.hash})
 			if err != nil || !r.Added || r.Name != "imported" {
 				t.Fatalf("ImportUser: %+v, %v", r, err)
 			}
@@ -62,7 +62,7 @@ func TestImportUserHashes(t *testing.T) {
 			}
 			f.userToken("imported", importedPassword)
 			// The same record again changes nothing.
-			if r, err := f.auth.ImportUser(ctx, nmauth.ImportedUser{Name: "imported", PasswordHash: tc.hash}); err != nil || r.Added {
+			if r, err := f.auth.Admin().ImportUser(ctx, nmauth.ImportedUser{Name: "imported", PasswordHash: tc.hash}); err != nil || r.Added {
 				t.Fatalf("second ImportUser: %+v, %v", r, err)
 			}
 			if again, _ := f.store.GetUser(ctx, "imported"); again.PasswordHash != u.PasswordHash {
@@ -93,7 +93,7 @@ func TestImportUserRefused(t *testing.T) {
 		{"short TOTP secret", nmauth.ImportedUser{Name: "u9", Password: importedPassword, TOTPSecret: "JBSWY3DP"}, nmauth.ErrInvalidImport},
 		{"bad name", nmauth.ImportedUser{Name: "", Password: importedPassword}, nmauth.ErrInvalidUsername},
 	} {
-		r, err := f.auth.ImportUser(ctx, tc.in)
+		r, err := f.auth.Admin().ImportUser(ctx, tc.in)
 		if !errors.Is(err, tc.want) || r.Added {
 			t.Errorf("%s: %+v, %v, want %v", tc.name, r, err, tc.want)
 		}
@@ -122,7 +122,7 @@ func TestImportUserTOTPDisabledNoPassword(t *testing.T) {
 		{Name: "plain", Password: "short"},
 	}
 	for _, in := range imports {
-		if r, err := f.auth.ImportUser(ctx, in); err != nil || !r.Added {
+		if r, err := f.auth.Admin().ImportUser(ctx, in); err != nil || !r.Added {
 			t.Fatalf("ImportUser(%q): %+v, %v", in.Name, r, err)
 		}
 	}
@@ -139,7 +139,7 @@ func TestImportUserTOTPDisabledNoPassword(t *testing.T) {
 	if u, _ := f.store.GetUser(ctx, "plain"); !strings.HasPrefix(u.PasswordHash, "$argon2id$") {
 		t.Fatalf("a plaintext password is stored as %q", u.PasswordHash)
 	}
-	if r, _ := f.auth.PlanUserImport(ctx, nmauth.ImportedUser{Name: "plain2", Password: "short"}); !r.Added || !strings.Contains(r.Weak, "shorter") {
+	if r, _ := f.auth.Admin().PlanUserImport(ctx, nmauth.ImportedUser{Name: "plain2", Password: "short"}); !r.Added || !strings.Contains(r.Weak, "shorter") {
 		t.Errorf("a short password is not reported weak: %+v", r)
 	}
 	f.userToken("plain", "short")
@@ -164,17 +164,17 @@ func TestImportHost(t *testing.T) {
 		return !was, nil
 	}
 	in := nmauth.ImportedHost{ID: id, MACAddress: "AA-BB-CC-DD-EE-FF", PasswordHash: string(hash), Networks: []string{"net-1", "net-2"}}
-	plan, err := f.auth.PlanHostImport(ctx, in, nil)
+	plan, err := f.auth.Admin().PlanHostImport(ctx, in, nil)
 	if err != nil || !plan.Added || plan.Memberships != 2 || !strings.Contains(plan.Weak, "bcrypt cost 5") {
 		t.Fatalf("PlanHostImport: %+v, %v", plan, err)
 	}
 	if _, err := f.store.GetHost(ctx, id); !errors.Is(err, nmauth.ErrNotFound) {
 		t.Fatalf("the plan stored the host (%v)", err)
 	}
-	if r, err := f.auth.ImportHost(ctx, in, add); err != nil || !r.Added || r.Memberships != 2 {
+	if r, err := f.auth.Admin().ImportHost(ctx, in, add); err != nil || !r.Added || r.Memberships != 2 {
 		t.Fatalf("ImportHost: %+v, %v", r, err)
 	}
-	if r, err := f.auth.ImportHost(ctx, in, add); err != nil || r.Added || r.Memberships != 0 || r.Weak != "" {
+	if r, err := f.auth.Admin().ImportHost(ctx, in, add); err != nil || r.Added || r.Memberships != 0 || r.Weak != "" {
 		t.Fatalf("second ImportHost: %+v, %v", r, err)
 	}
 	h, _ := f.store.GetHost(ctx, id)
@@ -201,7 +201,7 @@ func TestImportHost(t *testing.T) {
 		{ID: "h4", Password: secret, MACAddress: "not a mac"},
 		{ID: "h5", Password: secret, Networks: []string{"bad network"}},
 	} {
-		if r, err := f.auth.ImportHost(ctx, bad, add); err == nil || r.Added {
+		if r, err := f.auth.Admin().ImportHost(ctx, bad, add); err == nil || r.Added {
 			t.Errorf("ImportHost(%+v): %+v, %v", bad, r, err)
 		}
 		if _, err := f.store.GetHost(ctx, bad.ID); !errors.Is(err, nmauth.ErrNotFound) {

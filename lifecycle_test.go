@@ -47,7 +47,7 @@ func TestListAccounts(t *testing.T) {
 	if _, err := f.auth.VerifyTOTP(ctx, login.PreAuthToken, "bob", done.RecoveryCodes[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.auth.DisableUser(ctx, "carol"); err != nil {
+	if err := f.auth.Admin().DisableUser(ctx, "carol"); err != nil {
 		t.Fatal(err)
 	}
 	lockedUntil := f.clock.Now().Add(10 * time.Minute)
@@ -58,11 +58,11 @@ func TestListAccounts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	first, err := f.auth.ListUsers(ctx, "", 2)
+	first, err := f.auth.Admin().ListUsers(ctx, "", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rest, err := f.auth.ListUsers(ctx, first[len(first)-1].Name, 2)
+	rest, err := f.auth.Admin().ListUsers(ctx, first[len(first)-1].Name, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,16 +85,16 @@ func TestListAccounts(t *testing.T) {
 	}
 	// Past the lock, it is no longer reported.
 	f.clock.Advance(11 * time.Minute)
-	if again, _ := f.auth.ListUsers(ctx, "", 1); !again[0].LockedUntil.IsZero() {
+	if again, _ := f.auth.Admin().ListUsers(ctx, "", 1); !again[0].LockedUntil.IsZero() {
 		t.Errorf("alice still locked until %v after it ended", again[0].LockedUntil)
 	}
 
 	f.addHost("h2", "", "host-password-2")
 	f.addHost("h1", "02:00:00:00:00:01", "host-password-1")
-	if err := f.auth.DisableHost(ctx, "h2"); err != nil {
+	if err := f.auth.Admin().DisableHost(ctx, "h2"); err != nil {
 		t.Fatal(err)
 	}
-	hosts, err := f.auth.ListHosts(ctx, "", 10)
+	hosts, err := f.auth.Admin().ListHosts(ctx, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestListAccounts(t *testing.T) {
 		hosts[1].ID != "h2" || !hosts[1].Disabled {
 		t.Errorf("hosts %+v", hosts)
 	}
-	if more, err := f.auth.ListHosts(ctx, "h2", 10); err != nil || len(more) != 0 {
+	if more, err := f.auth.Admin().ListHosts(ctx, "h2", 10); err != nil || len(more) != 0 {
 		t.Errorf("page after the last host: %v, %v", more, err)
 	}
 

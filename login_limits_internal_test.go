@@ -15,7 +15,7 @@ import (
 func TestConcurrentGuessesAreCounted(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	a := quickAuth(t, NewMemoryStore(), clock)
-	if err := a.CreateUser(context.Background(), "alice", "right password"); err != nil {
+	if err := a.Admin().CreateUser(context.Background(), "alice", "right password"); err != nil {
 		t.Fatal(err)
 	}
 	var wrong sync.WaitGroup
@@ -66,10 +66,10 @@ func TestOwnerLogsInWhileAttackerHammers(t *testing.T) {
 				_, err := a.LoginUser(ctx, "alice", password)
 				return err
 			}
-			if err := a.CreateUser(ctx, "alice", "right password"); err != nil {
+			if err := a.Admin().CreateUser(ctx, "alice", "right password"); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.CreateHost(ctx, "host-1", "", "right password"); err != nil {
+			if err := a.Admin().CreateHost(ctx, "host-1", "", "right password"); err != nil {
 				t.Fatal(err)
 			}
 			owner, ownerOK, evaluated := 0, 0, 0
@@ -102,7 +102,7 @@ func TestAccountCeiling(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	a := quickAuth(t, NewMemoryStore(), clock)
 	ctx := context.Background()
-	if err := a.CreateUser(ctx, "alice", "right password"); err != nil {
+	if err := a.Admin().CreateUser(ctx, "alice", "right password"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.LoginUser(from("192.0.2.1"), "alice", "right password"); err != nil {

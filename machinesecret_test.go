@@ -57,6 +57,21 @@ func (s *countingStore) UpdateHost(ctx context.Context, id string, fn func(*nmau
 	return err
 }
 
+func (s *countingStore) UpdateHosts(ctx context.Context, updates []nmauth.HostUpdate) error {
+	if s.failWrites.Load() {
+		return errors.New("disk full")
+	}
+	if err := s.MemoryStore.UpdateHosts(ctx, updates); err != nil {
+		return err
+	}
+	for _, u := range updates {
+		if u.Err == nil {
+			s.writes.Add(1)
+		}
+	}
+	return nil
+}
+
 func (s *countingStore) counts() (reads, writes int64) { return s.reads.Load(), s.writes.Load() }
 
 type machineFixture struct {
@@ -78,8 +93,17 @@ func newMachineFixture(t *testing.T, store *countingStore, secrets ...[]byte) ma
 	return machineFixture{auth: auth, store: store, ctx: ctx}
 }
 
+// flush waits for the host writes the logins queued.
+func (f machineFixture) flush(t *testing.T) {
+	t.Helper()
+	if err := f.auth.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f machineFixture) stored(t *testing.T, id string) string {
 	t.Helper()
+	f.flush(t)
 	h, err := f.store.MemoryStore.GetHost(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
@@ -95,19 +119,19 @@ const machinePrefix = "$nmauth-hmac-sha256$k="
 func TestMachineSecretStored(t *testing.T) {
 	f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
 	secret := netclientPassword()
-	if err := f.auth.CreateHost(f.ctx, "h1", "", secret); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.stored(t, "h1"); !strings.HasPrefix(got, machinePrefix) || strings.Contains(got, secret) {
 		t.Errorf("stored %q, want a machine-secret digest", got)
 	}
-	if err := f.auth.CreateHost(f.ctx, "h2", "", "a host password I chose"); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h2", "", "a host password I chose"); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.stored(t, "h2"); !strings.HasPrefix(got, "$argon2id$") {
 		t.Errorf("stored %q for a chosen password, want argon2id", got)
 	}
-	if err := f.auth.SetHostPassword(f.ctx, "h2", secret); err != nil {
+	if err := f.auth.Admin().SetHostPassword(f.ctx, "h2", secret); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.stored(t, "h2"); !strings.HasPrefix(got, machinePrefix) {
@@ -124,7 +148,7 @@ func TestMachineSecretStored(t *testing.T) {
 func TestMachineLoginWritesNothing(t *testing.T) {
 	f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
 	secret := netclientPassword()
-	if err := f.auth.CreateHost(f.ctx, "h1", "", secret); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	login := func() (reads, writes int64) {
@@ -137,6 +161,7 @@ func TestMachineLoginWritesNothing(t *testing.T) {
 		if p, err := f.auth.CheckBearer(f.ctx, got.AuthToken); err != nil || p.Name != "h1" || p.Kind != nmauth.KindHost {
 			t.Fatalf("CheckBearer = %+v, %v", p, err)
 		}
+		f.flush(t)
 		r1, w1 := f.store.counts()
 		return r1 - r0, w1 - w0
 	}
@@ -168,7 +193,7 @@ func TestMachineLoginWritesNothing(t *testing.T) {
 func TestMachineFailuresCounted(t *testing.T) {
 	f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
 	secret := netclientPassword()
-	if err := f.auth.CreateHost(f.ctx, "h1", "", secret); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -190,6 +215,7 @@ func TestMachineFailuresCounted(t *testing.T) {
 		t.Errorf("right secret from another address: %v", err)
 	}
 
+	f.flush(t)
 	f.store.failWrites.Store(true)
 	if _, err := f.auth.LoginHost(other, "h1", "", netclientPassword()); !errors.Is(err, nmauth.ErrStoreUnavailable) {
 		t.Errorf("wrong secret, store cannot write: %v, want ErrStoreUnavailable", err)
@@ -205,16 +231,16 @@ func TestMachineFailuresCounted(t *testing.T) {
 func TestMachineSecretRevocation(t *testing.T) {
 	f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
 	secret := netclientPassword()
-	if err := f.auth.CreateHost(f.ctx, "h1", "", secret); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	for _, end := range []struct {
 		name string
 		do   func() error
 	}{
-		{"revoke", func() error { return f.auth.RevokeHostTokens(f.ctx, "h1") }},
-		{"new password", func() error { secret = netclientPassword(); return f.auth.SetHostPassword(f.ctx, "h1", secret) }},
-		{"disable", func() error { return f.auth.DisableHost(f.ctx, "h1") }},
+		{"revoke", func() error { return f.auth.Admin().RevokeHostTokens(f.ctx, "h1") }},
+		{"new password", func() error { secret = netclientPassword(); return f.auth.Admin().SetHostPassword(f.ctx, "h1", secret) }},
+		{"disable", func() error { return f.auth.Admin().DisableHost(f.ctx, "h1") }},
 	} {
 		got, err := f.auth.LoginHost(f.ctx, "h1", "", secret)
 		if err != nil {
@@ -310,12 +336,12 @@ func TestMachineSecretRotation(t *testing.T) {
 	before := newMachineFixture(t, store, oldSecret)
 	secret := netclientPassword()
 	for _, id := range []string{"h1", "h2"} {
-		if err := before.auth.CreateHost(before.ctx, id, "", secret); err != nil {
+		if err := before.auth.Admin().CreateHost(before.ctx, id, "", secret); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rotated := newMachineFixture(t, store, newSecret, oldSecret)
-	if n, err := rotated.auth.HostsUnderOlderSecrets(rotated.ctx); n != 2 || err != nil {
+	if n, err := rotated.auth.Admin().HostsUnderOlderSecrets(rotated.ctx); n != 2 || err != nil {
 		t.Fatalf("HostsUnderOlderSecrets = %d, %v; want 2", n, err)
 	}
 	old := rotated.stored(t, "h1")
@@ -325,7 +351,7 @@ func TestMachineSecretRotation(t *testing.T) {
 	if got := rotated.stored(t, "h1"); got == old || !strings.HasPrefix(got, machinePrefix) {
 		t.Errorf("digest %q did not move to the first root secret", got)
 	}
-	if n, err := rotated.auth.HostsUnderOlderSecrets(rotated.ctx); n != 1 || err != nil {
+	if n, err := rotated.auth.Admin().HostsUnderOlderSecrets(rotated.ctx); n != 1 || err != nil {
 		t.Errorf("HostsUnderOlderSecrets = %d, %v; want 1", n, err)
 	}
 	after := newMachineFixture(t, store, newSecret)
@@ -343,7 +369,7 @@ func TestMachineSecretRotation(t *testing.T) {
 func TestMachineSecretNeverRefusedUnderLoad(t *testing.T) {
 	f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
 	secret := netclientPassword()
-	if err := f.auth.CreateHost(f.ctx, "h1", "", secret); err != nil {
+	if err := f.auth.Admin().CreateHost(f.ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -396,7 +422,7 @@ func TestMachineNodeLogin(t *testing.T) {
 	}
 	ctx := nmauth.WithClientAddr(context.Background(), netip.MustParseAddr("192.0.2.10"))
 	secret := netclientPassword()
-	if err := auth.CreateHost(ctx, "h1", "", secret); err != nil {
+	if err := auth.Admin().CreateHost(ctx, "h1", "", secret); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := auth.LoginNode(ctx, "net1", "h1", "", netclientPassword()); !errors.Is(err, nmauth.ErrInvalidCredentials) || asked.Load() != 0 {
@@ -404,6 +430,9 @@ func TestMachineNodeLogin(t *testing.T) {
 	}
 	if got, err := auth.LoginNode(ctx, "net1", "h1", "", secret); err != nil || got.Network != "net1" {
 		t.Errorf("LoginNode = %+v, %v", got, err)
+	}
+	if err := auth.Shutdown(ctx); err != nil {
+		t.Fatal(err)
 	}
 	_, w0 := store.counts()
 	if _, err := auth.LoginNode(ctx, "net2", "h1", "", secret); !errors.Is(err, nmauth.ErrForbidden) {

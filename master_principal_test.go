@@ -26,7 +26,7 @@ func TestMasterPrincipalIsNoUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := auth.CreateUser(ctx, "master", "correct horse battery"); err != nil {
+	if err := auth.Admin().CreateUser(ctx, "master", "correct horse battery"); err != nil {
 		t.Fatalf("a user named master: %v", err)
 	}
 	login, err := auth.LoginUser(ctx, "master", "correct horse battery")

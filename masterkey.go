@@ -14,13 +14,13 @@ import (
 // is public knowledge, so it is refused unless insecure keys are allowed.
 const DefaultMasterKey = "secretkey"
 
-// MinMasterKeyLen is the fewest characters a master key may have. A random
+// minMasterKeyLen is the fewest characters a master key may have. A random
 // key of this length is far beyond guessing; anything shorter is likely a
 // word someone picked.
-const MinMasterKeyLen = 32
+const minMasterKeyLen = 32
 
 // ErrInsecureMasterKey is returned when the master key is the default or
-// shorter than [MinMasterKeyLen] and insecure keys are not allowed.
+// shorter than 32 characters and insecure keys are not allowed.
 var ErrInsecureMasterKey = errors.New("nmauth: insecure master key")
 
 // errEmptyMasterKey is not an [ErrInsecureMasterKey]: no setting makes an
@@ -40,7 +40,7 @@ type MasterKey struct {
 }
 
 // NewMasterKey returns the [MasterKey] for key. An empty key is an error.
-// The default key or one shorter than [MinMasterKeyLen] characters is an
+// The default key or one shorter than 32 characters is an
 // error wrapping [ErrInsecureMasterKey] unless allowInsecure is set, in
 // which case a warning goes to logger (nil means [slog.Default]). Neither
 // the error nor the warning contains the key.
@@ -76,8 +76,8 @@ func masterKeyWeakness(key string) string {
 	if key == DefaultMasterKey {
 		return "it is the well-known default"
 	}
-	if utf8.RuneCountInString(key) < MinMasterKeyLen {
-		return fmt.Sprintf("it is shorter than %d characters", MinMasterKeyLen)
+	if utf8.RuneCountInString(key) < minMasterKeyLen {
+		return fmt.Sprintf("it is shorter than %d characters", minMasterKeyLen)
 	}
 	return ""
 }
@@ -164,7 +164,7 @@ func LoadMasterKey(opts MasterKeyOptions) (*MasterKey, MasterKeySource, error) {
 	mk, err := newMasterKey(key, opts.AllowInsecure, opts.Logger, src)
 	if errors.Is(err, ErrInsecureMasterKey) {
 		return nil, "", fmt.Errorf("%w (from %s); set %s to a random value of at least %d characters",
-			err, src, envMasterKey, MinMasterKeyLen)
+			err, src, envMasterKey, minMasterKeyLen)
 	}
 	if err != nil {
 		return nil, "", err

@@ -160,7 +160,7 @@ func TestEventContext(t *testing.T) {
 	serve(marked(f.auth.Middleware(okHandler)), "[2001:db8:1:2:3::9]:443", testMasterKey)
 
 	ctx := context.WithValue(t.Context(), ctxMark{}, "admin-1")
-	if err := f.auth.DisableUser(ctx, "alice"); err != nil {
+	if err := f.auth.Admin().DisableUser(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -92,7 +92,7 @@ func (l *exchangeLog) record(t testing.TB, req *http.Request, sent []byte, r rep
 // maxRecordedBody is how much of a request body is kept for the check:
 // more than the handler reads, so that a body it refuses as too large is
 // kept whole or cut short, never cut to something valid.
-const maxRecordedBody = nmauth.MaxBodyBytes + 1
+const maxRecordedBody = (64 << 10) + 1
 
 // recordBody replaces the body of req with a copy that keeps the first
 // limit bytes read from it, for checking after the request is sent.
@@ -161,7 +161,7 @@ func TestOpenAPINodeRoutes(t *testing.T) {
 				wantError(t, post("net-1", "application/json", `{"id":"`+testHostIDs[0]+`","password":"wrong-password"}`), http.StatusUnauthorized)
 				wantError(t, post("net-2", "application/json", good), http.StatusForbidden)
 				wantError(t, post("net-1", "text/plain", good), http.StatusUnsupportedMediaType)
-				wantError(t, post("net-1", "application/json", `{"id":"`+strings.Repeat("x", nmauth.MaxBodyBytes)+`"}`), http.StatusRequestEntityTooLarge)
+				wantError(t, post("net-1", "application/json", `{"id":"`+strings.Repeat("x", (64<<10))+`"}`), http.StatusRequestEntityTooLarge)
 				wantError(t, post("broken", "application/json", good), http.StatusServiceUnavailable)
 				req, err := http.NewRequest(http.MethodGet, url("net-1"), nil)
 				if err != nil {

@@ -76,16 +76,16 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 				return sum[:keyLen]
 			}
 			ctx := context.Background()
-			if err := a.CreateUser(ctx, "alice", "right password 1"); err != nil {
+			if err := a.Admin().CreateUser(ctx, "alice", "right password 1"); err != nil {
 				t.Fatal(err)
 			}
 			hostSecret := netclientSecret()
-			if err := a.CreateHost(ctx, "host-1", "", hostSecret); err != nil {
+			if err := a.Admin().CreateHost(ctx, "host-1", "", hostSecret); err != nil {
 				t.Fatal(err)
 			}
 			h := a.Handler()
 			const userPath, hostPath = "/api/users/adm/authenticate", "/api/hosts/adm/authenticate"
-			right := UserAuthRequest{Username: "alice", Password: "right password 1"}
+			right := userAuthRequest{Username: "alice", Password: "right password 1"}
 			if s := floodLogin(h, tc.user, userPath, right); s != http.StatusOK {
 				t.Fatalf("alice's first login: %d", s)
 			}
@@ -108,7 +108,7 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 						if n%2 == 0 {
 							name = fmt.Sprintf("made-up-%d-%d", i, n)
 						}
-						s := floodLogin(h, c, userPath, UserAuthRequest{Username: name, Password: "wrong password"})
+						s := floodLogin(h, c, userPath, userAuthRequest{Username: name, Password: "wrong password"})
 						if s < 0 {
 							t.Errorf("flood answer %d without Retry-After", -s)
 							return
@@ -135,7 +135,7 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 				if s == http.StatusOK && time.Since(start) <= 5*time.Second {
 					inTime++
 				}
-				if floodLogin(h, tc.host, hostPath, HostAuthRequest{ID: "host-1", Password: hostSecret}) == http.StatusOK {
+				if floodLogin(h, tc.host, hostPath, hostAuthRequest{ID: "host-1", Password: hostSecret}) == http.StatusOK {
 					hostOK++
 				}
 			}
@@ -200,7 +200,7 @@ func TestHostBurstWaitsInsteadOfFailing(t *testing.T) {
 	ctx := context.Background()
 	for i := range secrets {
 		secrets[i] = netclientSecret()
-		if err := a.CreateHost(ctx, fmt.Sprintf("host-%03d", i), "", secrets[i]); err != nil {
+		if err := a.Admin().CreateHost(ctx, fmt.Sprintf("host-%03d", i), "", secrets[i]); err != nil {
 			t.Fatal(err)
 		}
 	}

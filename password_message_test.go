@@ -25,7 +25,7 @@ func TestPasswordRefusalSaysWhy(t *testing.T) {
 		{"invalid UTF-8", "correct horse \xff", "not valid UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := auth.CreateUser(context.Background(), "alice", tc.password)
+			err := auth.Admin().CreateUser(context.Background(), "alice", tc.password)
 			if !errors.Is(err, nmauth.ErrInvalidPassword) || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("CreateUser: %v; want ErrInvalidPassword saying %q", err, tc.says)
 			}

@@ -3,20 +3,18 @@ package nmauth
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 )
 
-// What an optional package (passkeys, single sign-on) needs of the
-// Authenticator to check a user its own way and then log the user in:
+// What a registered [Extension] (passkeys, single sign-on) does through
+// the Authenticator to check a user its own way and then log the user in:
 // whether a pre-auth token may still be redeemed, its trade for a user
-// token on a proof the package checked, a user token for a user it vouches
-// for, what may be told of a user, its events, the reading of a request
-// body, and the user login's answer in the active wire profile. The Authenticator never imports such a
-// package; it asks about it only through [Config.SecondFactor].
+// token on a proof the extension checked, a login for a user it proved.
+// The Authenticator never imports such a package; it asks about it only
+// through [Config.SecondFactor].
 
 // The events of a second factor that the application checked itself and
-// traded with [Authenticator.RedeemPreAuth]. They stand beside
+// traded with [Extension.RedeemPreAuth]. They stand beside
 // [EventTOTPVerified], [EventTOTPFailed] and [EventTOTPThrottled], and
 // count against the same backoff.
 const (
@@ -25,7 +23,7 @@ const (
 	EventSecondFactorThrottled EventType = "second_factor.throttled"
 )
 
-// CheckPreAuth reports whether preAuthToken, from [Authenticator.LoginUser],
+// checkPreAuth reports whether preAuthToken, from [Authenticator.LoginUser],
 // may still be redeemed by the user named username, and returns that name
 // as prepared (see [PrepareUsername]). It reads the Store and changes
 // nothing. It answers as the redemption would: [ErrUnauthenticated] for a
@@ -37,7 +35,7 @@ const (
 // An application checks it before it starts a second factor of its own,
 // such as a passkey challenge, so that only the holder of a live pre-auth
 // token can start one.
-func (a *Authenticator) CheckPreAuth(ctx context.Context, preAuthToken, username string) (string, error) {
+func (a *Authenticator) checkPreAuth(ctx context.Context, preAuthToken, username string) (string, error) {
 	c, name, err := a.preAuthClaims(preAuthToken, username)
 	if err != nil {
 		return "", err
@@ -55,14 +53,14 @@ func (a *Authenticator) CheckPreAuth(ctx context.Context, preAuthToken, username
 	return name, nil
 }
 
-// RedeemPreAuth trades preAuthToken for a user token on the outcome of a
+// redeemPreAuthProof trades preAuthToken for a user token on the outcome of a
 // second factor that the caller checked itself, such as a passkey
 // assertion: proof is nil when the factor held, else the reason it failed.
 // It is [Authenticator.VerifyTOTP] with the check made by the caller, under
 // the same rules and in one atomic update: the token must still stand (see
-// [Authenticator.CheckPreAuth]) and is redeemed once; a failure is counted
+// [Authenticator.checkPreAuth]) and is redeemed once; a failure is counted
 // as a wrong code is, against the token, which dies after
-// [MaxTOTPFailuresPerToken] of them, and in the user's backoff, and is then
+// five of them, and in the user's backoff, and is then
 // returned as it is. It emits [EventSecondFactorPassed],
 // [EventSecondFactorFailed] or [EventSecondFactorThrottled]. The user token
 // passed a second factor ([Principal.TOTP]).
@@ -70,7 +68,7 @@ func (a *Authenticator) CheckPreAuth(ctx context.Context, preAuthToken, username
 // Call it only with the outcome of a check that ran: a fault that kept the
 // check from running, such as a store that did not answer, is no failure of
 // the user's.
-func (a *Authenticator) RedeemPreAuth(ctx context.Context, preAuthToken, username string, proof error) (UserLogin, error) {
+func (a *Authenticator) redeemPreAuthProof(ctx context.Context, preAuthToken, username string, proof error) (UserLogin, error) {
 	c, name, err := a.preAuthClaims(preAuthToken, username)
 	if err != nil {
 		return UserLogin{}, err
@@ -88,7 +86,7 @@ func (a *Authenticator) RedeemPreAuth(ctx context.Context, preAuthToken, usernam
 	return out, err
 }
 
-// IssueUserToken mints a user token for the user named username, whom the
+// issueUserToken mints a user token for the user named username, whom the
 // application vouches for after checking the user without a password: a
 // passwordless passkey login, say. secondFactor marks the token as having
 // passed a second factor ([Principal.TOTP]), for a check that is one, such
@@ -98,7 +96,7 @@ func (a *Authenticator) RedeemPreAuth(ctx context.Context, preAuthToken, usernam
 //
 // The token carries the generation the Store held when it was read, so a
 // revocation that happens meanwhile kills it as it kills every other token.
-func (a *Authenticator) IssueUserToken(ctx context.Context, username string, secondFactor bool) (UserLogin, error) {
+func (a *Authenticator) issueUserToken(ctx context.Context, username string, secondFactor bool) (UserLogin, error) {
 	name, err := PrepareUsername(username)
 	if err != nil {
 		return UserLogin{}, err
@@ -121,18 +119,18 @@ func (a *Authenticator) IssueUserToken(ctx context.Context, username string, sec
 	return UserLogin{UserName: name, AuthToken: tok}, nil
 }
 
-// errNoSecondFactor ends the update of [Authenticator.IssueLogin] for a
+// errNoSecondFactor ends the update of [Authenticator.issueLogin] for a
 // user without a second factor, who gets a user token instead.
 var errNoSecondFactor = errors.New("nmauth: no second factor")
 
-// IssueLogin answers as a right password would, for a user whom the
+// issueLogin answers as a right password would, for a user whom the
 // application proved by another first factor, such as single sign-on: a
 // user with TOTP on, or with a second factor of the application's
 // ([Config.SecondFactor]), gets a pre-auth token to redeem at
-// verify-totp or with [Authenticator.RedeemPreAuth], so that the second
+// verify-totp or with [Extension.RedeemPreAuth], so that the second
 // factor is still asked; any other user gets a user token. An unknown or
 // disabled user is [ErrInvalidCredentials].
-func (a *Authenticator) IssueLogin(ctx context.Context, username string) (UserLogin, error) {
+func (a *Authenticator) issueLogin(ctx context.Context, username string) (UserLogin, error) {
 	name, err := PrepareUsername(username)
 	if err != nil {
 		return UserLogin{}, err
@@ -157,7 +155,7 @@ func (a *Authenticator) IssueLogin(ctx context.Context, username string) (UserLo
 	})
 	switch {
 	case errors.Is(err, errNoSecondFactor):
-		return a.IssueUserToken(ctx, name, false)
+		return a.issueUserToken(ctx, name, false)
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidCredentials):
 		a.emit(ctx, Event{Type: EventLoginFailed, Kind: KindUser, Name: name})
 		return UserLogin{}, ErrInvalidCredentials
@@ -169,9 +167,10 @@ func (a *Authenticator) IssueLogin(ctx context.Context, username string) (UserLo
 	return out, nil
 }
 
-// LookupUser returns what [Authenticator.ListUsers] tells of the user
+// LookupUser returns what [Admin.ListUsers] tells of the user
 // named username, or [ErrNotFound].
-func (a *Authenticator) LookupUser(ctx context.Context, username string) (UserInfo, error) {
+func (ad *Admin) LookupUser(ctx context.Context, username string) (UserInfo, error) {
+	a := ad.a
 	name, err := PrepareUsername(username)
 	if err != nil {
 		return UserInfo{}, err
@@ -181,32 +180,6 @@ func (a *Authenticator) LookupUser(ctx context.Context, username string) (UserIn
 		return UserInfo{}, err
 	}
 	return userInfo(u, a.now()), nil
-}
-
-// Emit passes an event of the application's own to [Config.OnEvent] as
-// the Authenticator passes its own, with the time and the client that ctx
-// names filled in, so that the events of an optional package stand in one
-// stream beside the Authenticator's.
-func (a *Authenticator) Emit(ctx context.Context, e Event) {
-	a.emit(ctx, e)
-}
-
-// WriteUserLogin answers a login made on an application's own route, such
-// as a passkey login, with the bytes of the handler's user login in the
-// active wire profile: in [WireSpec] the envelope with "response":
-// {"userName","authToken"}, in [WireNetmaker] {"UserName","AuthToken"} in
-// "Response", so a client that reads one reads the other.
-func (a *Authenticator) WriteUserLogin(w http.ResponseWriter, login UserLogin) {
-	a.writeAnswer(w, answerUserLogin, login)
-}
-
-// DecodeJSON reads the body of r into v, a pointer to a struct or a
-// [encoding/json.RawMessage], as the handler reads the bodies of its own
-// routes: application/json (else 415), at most [MaxBodyBytes] (else 413),
-// exactly one JSON value with no key given twice, also in another case
-// (else 400). Answer its error with [Authenticator.WriteError].
-func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	return decodeJSON(w, r, v)
 }
 
 // askSecondFactor returns the admit step of a user's password login that

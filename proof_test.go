@@ -50,14 +50,14 @@ func TestSecondFactorHook(t *testing.T) {
 		pre := f.preAuthToken("alice", "correct horse battery")
 		wantError(t, f.verifyTOTP("alice", pre, "123456"), http.StatusUnauthorized)
 
-		alice, err := f.auth.LookupUser(ctx, "alice")
+		alice, err := f.auth.Admin().LookupUser(ctx, "alice")
 		if err != nil || len(asked) != 2 || asked[1].Name != "alice" || !asked[1].CreatedAt.Equal(alice.CreatedAt) {
 			t.Fatalf("the hook was asked about %+v, want bob then alice as LookupUser tells of her (%+v, %v)", asked, alice, err)
 		}
-		if name, err := f.auth.CheckPreAuth(ctx, pre, "Alice"); err != nil || name != "alice" {
+		if name, err := f.ext.CheckPreAuth(ctx, pre, "Alice"); err != nil || name != "alice" {
 			t.Fatalf("CheckPreAuth = %q, %v; want alice", name, err)
 		}
-		out, err := f.auth.RedeemPreAuth(ctx, pre, "alice", nil)
+		out, err := f.ext.RedeemPreAuth(ctx, pre, "alice", nil)
 		if err != nil || out.UserName != "alice" || out.AuthToken == "" {
 			t.Fatalf("RedeemPreAuth = %+v, %v", out, err)
 		}
@@ -68,10 +68,10 @@ func TestSecondFactorHook(t *testing.T) {
 		if n := f.events.count(nmauth.EventSecondFactorPassed); n != 1 {
 			t.Errorf("%d %s events, want 1", n, nmauth.EventSecondFactorPassed)
 		}
-		if _, err := f.auth.RedeemPreAuth(ctx, pre, "alice", nil); !errors.Is(err, nmauth.ErrUnauthenticated) {
+		if _, err := f.ext.RedeemPreAuth(ctx, pre, "alice", nil); !errors.Is(err, nmauth.ErrUnauthenticated) {
 			t.Errorf("a pre-auth token redeemed twice: %v, want ErrUnauthenticated", err)
 		}
-		if _, err := f.auth.CheckPreAuth(ctx, pre, "alice"); !errors.Is(err, nmauth.ErrUnauthenticated) {
+		if _, err := f.ext.CheckPreAuth(ctx, pre, "alice"); !errors.Is(err, nmauth.ErrUnauthenticated) {
 			t.Errorf("CheckPreAuth of a redeemed token: %v, want ErrUnauthenticated", err)
 		}
 	})
@@ -114,25 +114,25 @@ func TestRedeemPreAuthFailures(t *testing.T) {
 	ctx := context.Background()
 
 	pre := f.preAuthToken("alice", "correct horse battery")
-	for i := range nmauth.MaxTOTPFailuresPerToken {
-		if _, err := f.auth.RedeemPreAuth(ctx, pre, "alice", errNoProof); !errors.Is(err, errNoProof) {
+	for i := range maxTOTPFailures {
+		if _, err := f.ext.RedeemPreAuth(ctx, pre, "alice", errNoProof); !errors.Is(err, errNoProof) {
 			t.Fatalf("failed proof %d: %v, want the caller's error", i+1, err)
 		}
 	}
-	if _, err := f.auth.RedeemPreAuth(ctx, pre, "alice", nil); !errors.Is(err, nmauth.ErrUnauthenticated) {
-		t.Fatalf("a token after %d failed proofs: %v, want ErrUnauthenticated", nmauth.MaxTOTPFailuresPerToken, err)
+	if _, err := f.ext.RedeemPreAuth(ctx, pre, "alice", nil); !errors.Is(err, nmauth.ErrUnauthenticated) {
+		t.Fatalf("a token after %d failed proofs: %v, want ErrUnauthenticated", maxTOTPFailures, err)
 	}
-	if n := f.events.count(nmauth.EventSecondFactorFailed); n != nmauth.MaxTOTPFailuresPerToken {
-		t.Errorf("%d %s events, want %d", n, nmauth.EventSecondFactorFailed, nmauth.MaxTOTPFailuresPerToken)
+	if n := f.events.count(nmauth.EventSecondFactorFailed); n != maxTOTPFailures {
+		t.Errorf("%d %s events, want %d", n, nmauth.EventSecondFactorFailed, maxTOTPFailures)
 	}
 
 	// Five failures in a row start the backoff: 1 s, for every factor.
 	pre = f.preAuthToken("alice", "correct horse battery")
 	var throttled *nmauth.RetryError
-	if _, err := f.auth.CheckPreAuth(ctx, pre, "alice"); !errors.As(err, &throttled) || !errors.Is(err, nmauth.ErrThrottled) {
+	if _, err := f.ext.CheckPreAuth(ctx, pre, "alice"); !errors.As(err, &throttled) || !errors.Is(err, nmauth.ErrThrottled) {
 		t.Fatalf("CheckPreAuth in the backoff: %v, want a RetryError for ErrThrottled", err)
 	}
-	if _, err := f.auth.RedeemPreAuth(ctx, pre, "alice", nil); !errors.As(err, &throttled) {
+	if _, err := f.ext.RedeemPreAuth(ctx, pre, "alice", nil); !errors.As(err, &throttled) {
 		t.Fatalf("a proof in the backoff: %v, want a ThrottledError", err)
 	}
 	if n := f.events.count(nmauth.EventSecondFactorThrottled); n != 1 {
@@ -141,7 +141,7 @@ func TestRedeemPreAuthFailures(t *testing.T) {
 	wantError(t, f.verifyTOTP("alice", pre, f.code(secret, 0)), http.StatusTooManyRequests)
 
 	f.clock.Advance(time.Second)
-	if _, err := f.auth.RedeemPreAuth(ctx, pre, "alice", nil); err != nil {
+	if _, err := f.ext.RedeemPreAuth(ctx, pre, "alice", nil); err != nil {
 		t.Fatalf("a proof after the backoff: %v", err)
 	}
 	u, err := f.store.GetUser(ctx, "alice")
@@ -181,58 +181,64 @@ func TestCheckPreAuthRefusals(t *testing.T) {
 		{"a forged token", pre[:len(pre)-4] + "AAAA", "alice", nmauth.ErrUnauthenticated},
 		{"a malformed username", pre, "\x00", nmauth.ErrForbidden},
 	} {
-		if _, err := f.auth.CheckPreAuth(ctx, c.token, c.user); !errors.Is(err, c.want) {
+		if _, err := f.ext.CheckPreAuth(ctx, c.token, c.user); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
 	if diff := diffState(before, store.snapshot(t)); diff != "" {
 		t.Errorf("CheckPreAuth changed the store:%s", diff)
 	}
-	if err := f.auth.DisableUser(ctx, "alice"); err != nil {
+	if err := f.auth.Admin().DisableUser(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.auth.CheckPreAuth(ctx, pre, "alice"); !errors.Is(err, nmauth.ErrUnauthenticated) {
+	if _, err := f.ext.CheckPreAuth(ctx, pre, "alice"); !errors.Is(err, nmauth.ErrUnauthenticated) {
 		t.Errorf("the token of a disabled user: %v, want ErrUnauthenticated", err)
 	}
-	if _, err := f.auth.RedeemPreAuth(ctx, pre, "alice", nil); !errors.Is(err, nmauth.ErrUnauthenticated) {
+	if _, err := f.ext.RedeemPreAuth(ctx, pre, "alice", nil); !errors.Is(err, nmauth.ErrUnauthenticated) {
 		t.Errorf("redeeming the token of a disabled user: %v, want ErrUnauthenticated", err)
 	}
 }
 
-// TestIssueUserToken mints tokens for a user the application vouches for:
-// marked as a second factor or not, refused for an unknown or disabled
-// user as a wrong password is, and revoked with the user's other tokens.
-func TestIssueUserToken(t *testing.T) {
+// TestExtensionLogins mints tokens for a user a registered extension
+// proved: by a first factor (Login, which gives alice, without TOTP, a
+// user token) or by one that is also a second factor (LoginVerified),
+// refused for an unknown or disabled user as a wrong password is, and
+// revoked with the user's other tokens.
+func TestExtensionLogins(t *testing.T) {
 	f := newFixture(t)
 	f.addUser("alice", "correct horse battery")
 	f.addUser("bob", "correct horse battery")
 	ctx := context.Background()
 	for _, second := range []bool{false, true} {
-		out, err := f.auth.IssueUserToken(ctx, "Alice", second)
-		if err != nil || out.UserName != "alice" {
-			t.Fatalf("IssueUserToken(%v) = %+v, %v", second, out, err)
+		login := f.ext.Login
+		if second {
+			login = f.ext.LoginVerified
+		}
+		out, err := login(ctx, "Alice")
+		if err != nil || out.UserName != "alice" || out.AuthToken == "" {
+			t.Fatalf("login (second factor %v) = %+v, %v", second, out, err)
 		}
 		p, err := f.auth.CheckBearer(ctx, out.AuthToken)
 		if err != nil || p.Kind != nmauth.KindUser || p.Name != "alice" || p.TOTP != second {
-			t.Fatalf("IssueUserToken(%v) token checks as %+v, %v", second, p, err)
+			t.Fatalf("login (second factor %v) token checks as %+v, %v", second, p, err)
 		}
 	}
 	if n := f.events.count(nmauth.EventLoginSucceeded); n != 2 {
 		t.Errorf("%d %s events, want 2", n, nmauth.EventLoginSucceeded)
 	}
-	tok, _ := f.auth.IssueUserToken(ctx, "alice", true)
-	if err := f.auth.RevokeUserTokens(ctx, "alice"); err != nil {
+	tok, _ := f.ext.LoginVerified(ctx, "alice")
+	if err := f.auth.Admin().RevokeUserTokens(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.auth.CheckBearer(ctx, tok.AuthToken); !errors.Is(err, nmauth.ErrUnauthenticated) {
 		t.Errorf("a vouched token after revocation: %v, want ErrUnauthenticated", err)
 	}
-	if err := f.auth.DisableUser(ctx, "bob"); err != nil {
+	if err := f.auth.Admin().DisableUser(ctx, "bob"); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"bob", "nobody"} {
-		if _, err := f.auth.IssueUserToken(ctx, name, true); !errors.Is(err, nmauth.ErrInvalidCredentials) {
-			t.Errorf("IssueUserToken(%q): %v, want ErrInvalidCredentials", name, err)
+		if _, err := f.ext.LoginVerified(ctx, name); !errors.Is(err, nmauth.ErrInvalidCredentials) {
+			t.Errorf("LoginVerified(%q): %v, want ErrInvalidCredentials", name, err)
 		}
 	}
 	if n := f.events.count(nmauth.EventLoginFailed); n != 2 {
@@ -245,18 +251,18 @@ func TestLookupUser(t *testing.T) {
 	f.addUser("alice", "correct horse battery")
 	f.enroll("alice", f.userToken("alice", "correct horse battery"))
 	ctx := context.Background()
-	info, err := f.auth.LookupUser(ctx, "ALICE")
+	info, err := f.auth.Admin().LookupUser(ctx, "ALICE")
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed, err := f.auth.ListUsers(ctx, "", 1)
+	listed, err := f.auth.Admin().ListUsers(ctx, "", 1)
 	if err != nil || len(listed) != 1 {
 		t.Fatalf("ListUsers = %v, %v", listed, err)
 	}
 	if !reflect.DeepEqual(info, listed[0]) || !info.TOTPEnabled || info.RecoveryCodesLeft != 10 {
 		t.Errorf("LookupUser = %+v, ListUsers = %+v; want the same, with TOTP on and 10 recovery codes", info, listed[0])
 	}
-	if _, err := f.auth.LookupUser(ctx, "nobody"); !errors.Is(err, nmauth.ErrNotFound) {
+	if _, err := f.auth.Admin().LookupUser(ctx, "nobody"); !errors.Is(err, nmauth.ErrNotFound) {
 		t.Errorf("LookupUser of an unknown user: %v, want ErrNotFound", err)
 	}
 }
@@ -271,7 +277,7 @@ func TestWriteUserLogin(t *testing.T) {
 	eachWire(t, func(t *testing.T, w nmauth.WireProfile) {
 		f := newFixture(t, withWire(w))
 		rec := httptest.NewRecorder()
-		f.auth.WriteUserLogin(rec, nmauth.UserLogin{UserName: "alice", AuthToken: "tok"})
+		f.ext.WriteUserLogin(rec, nmauth.UserLogin{UserName: "alice", AuthToken: "tok"})
 		if rec.Code != http.StatusOK || rec.Body.String() != want[w] || rec.Header().Get("Cache-Control") != "no-store" {
 			t.Errorf("WriteUserLogin wrote %d %q (Cache-Control %q), want 200 %q", rec.Code, rec.Body, rec.Header().Get("Cache-Control"), want[w])
 		}
@@ -290,7 +296,7 @@ func TestDecodeJSON(t *testing.T) {
 		{"another content type", "text/plain", `{"name":"laptop"}`, http.StatusUnsupportedMediaType},
 		{"two values", "application/json", `{"name":"a"} {}`, http.StatusBadRequest},
 		{"a key twice", "application/json", `{"name":"a","Name":"b"}`, http.StatusBadRequest},
-		{"too large", "application/json", `{"name":"` + strings.Repeat("a", nmauth.MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge},
+		{"too large", "application/json", `{"name":"` + strings.Repeat("a", (64<<10)) + `"}`, http.StatusRequestEntityTooLarge},
 	} {
 		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(c.body))
 		req.Header.Set("Content-Type", c.contentType)
@@ -298,7 +304,7 @@ func TestDecodeJSON(t *testing.T) {
 		var v struct {
 			Name string `json:"name"`
 		}
-		if err := nmauth.DecodeJSON(rec, req, &v); err != nil {
+		if err := f.ext.DecodeJSON(rec, req, &v); err != nil {
 			f.auth.WriteError(rec, req, err)
 		} else if v.Name != "laptop" {
 			t.Errorf("%s: read %q, want laptop", c.name, v.Name)
@@ -314,7 +320,7 @@ func TestDecodeJSON(t *testing.T) {
 func TestEmit(t *testing.T) {
 	f := newFixture(t)
 	client := netip.MustParseAddr("192.0.2.7")
-	f.auth.Emit(nmauth.WithClientAddr(context.Background(), client), nmauth.Event{Type: "passkey.added", Kind: nmauth.KindUser, Name: "alice"})
+	f.ext.Emit(nmauth.WithClientAddr(context.Background(), client), nmauth.Event{Type: "passkey.added", Kind: nmauth.KindUser, Name: "alice"})
 	f.events.mu.Lock()
 	defer f.events.mu.Unlock()
 	if len(f.events.events) != 1 {
@@ -325,3 +331,7 @@ func TestEmit(t *testing.T) {
 		t.Errorf("event %+v, want passkey.added of alice from %v with a time", e, client)
 	}
 }
+
+// maxTOTPFailures is the documented number of wrong codes a pre-auth token
+// survives.
+const maxTOTPFailures = 5

@@ -7,18 +7,19 @@ import (
 )
 
 // EventRecordRepaired is the audit event of a broken record repaired by
-// [Authenticator.RepairRecords]; Kind and Name name the account.
+// [Admin.RepairRecords]; Kind and Name name the account.
 const EventRecordRepaired EventType = "record.repaired"
 
-// ErrRepairUnsupported is returned by [Authenticator.BrokenRecords] and
-// [Authenticator.RepairRecords] when the Store does not implement
+// ErrRepairUnsupported is returned by [Admin.BrokenRecords] and
+// [Admin.RepairRecords] when the Store does not implement
 // [RepairStore].
 var ErrRepairUnsupported = errors.New("nmauth: the store cannot look for broken records")
 
 // BrokenRecords lists the records the Store holds but cannot decode, one
 // entry per broken column. Such a record answers 500 for its own account
 // only; see [Store].
-func (a *Authenticator) BrokenRecords(ctx context.Context) ([]*BrokenRecordError, error) {
+func (ad *Admin) BrokenRecords(ctx context.Context) ([]*BrokenRecordError, error) {
+	a := ad.a
 	rs, ok := a.store.(*guardedStore).Store.(RepairStore)
 	if !ok {
 		return nil, ErrRepairUnsupported
@@ -36,8 +37,9 @@ func (a *Authenticator) BrokenRecords(ctx context.Context) ([]*BrokenRecordError
 // to a safe value (see [RepairStore.RepairRecord]), with an
 // [EventRecordRepaired] for each. It returns what it repaired; on an
 // error, what it repaired before it.
-func (a *Authenticator) RepairRecords(ctx context.Context) ([]*BrokenRecordError, error) {
-	broken, err := a.BrokenRecords(ctx)
+func (ad *Admin) RepairRecords(ctx context.Context) ([]*BrokenRecordError, error) {
+	a := ad.a
+	broken, err := ad.BrokenRecords(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -34,10 +34,10 @@ func newRequireCredentials(t testing.TB, wire nmauth.WireProfile) requireCredent
 	}
 	ctx := context.Background()
 	const hostID = "5f0e6a52-6a3b-4c55-9d8e-2b1f0c7d9a11"
-	if err := auth.CreateUser(ctx, "alice", "correct horse battery"); err != nil {
+	if err := auth.Admin().CreateUser(ctx, "alice", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
-	if err := auth.CreateHost(ctx, hostID, "", "host password of some length"); err != nil {
+	if err := auth.Admin().CreateHost(ctx, hostID, "", "host password of some length"); err != nil {
 		t.Fatal(err)
 	}
 	user, err := auth.LoginUser(ctx, "alice", "correct horse battery")
@@ -136,23 +136,25 @@ func TestRequireRefusesNoKinds(t *testing.T) {
 }
 
 // TestRequireTakesThePrincipalInTheContext checks that a Principal the
-// application put in the context is taken as it is, without a bearer.
+// Middleware put in the context is taken as it is: the bearer is not
+// checked twice, so Require admits by the context even once the header is
+// gone.
 func TestRequireTakesThePrincipalInTheContext(t *testing.T) {
 	c := newRequireCredentials(t, nmauth.WireSpec)
-	h := c.auth.Require(nmauth.KindHost)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	guard := c.auth.Require(nmauth.KindHost)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	h := c.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del("Authorization")
+		guard.ServeHTTP(w, r)
+	}))
 	for _, tc := range []struct {
-		p      nmauth.Principal
+		bearer string
 		status int
 	}{
-		{nmauth.Principal{Kind: nmauth.KindHost, Name: "host-9"}, http.StatusNoContent},
-		{nmauth.Principal{Kind: nmauth.KindUser, Name: "alice"}, http.StatusForbidden},
+		{c.host, http.StatusNoContent},
+		{c.user, http.StatusForbidden},
 	} {
-		req := httptest.NewRequest(http.MethodPost, "/app", nil)
-		req = req.WithContext(nmauth.NewContext(req.Context(), tc.p))
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != tc.status {
-			t.Errorf("principal %+v: status %d, want %d", tc.p, rec.Code, tc.status)
+		if rec := serveBearer(h, tc.bearer); rec.Code != tc.status {
+			t.Errorf("bearer %.12s…: status %d, want %d", tc.bearer, rec.Code, tc.status)
 		}
 	}
 }

@@ -19,7 +19,7 @@ func TestLoginRacingPasswordChange(t *testing.T) {
 		store := NewMemoryStore()
 		a := quickAuth(t, store, clock)
 		ctx := context.Background()
-		if err := a.CreateUser(ctx, "alice", "old password 1"); err != nil {
+		if err := a.Admin().CreateUser(ctx, "alice", "old password 1"); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -34,7 +34,7 @@ func TestLoginRacingPasswordChange(t *testing.T) {
 				}
 			}()
 		}
-		if err := a.SetUserPassword(ctx, "alice", "new password 2"); err != nil {
+		if err := a.Admin().SetUserPassword(ctx, "alice", "new password 2"); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()
@@ -54,14 +54,14 @@ func TestLoginRacingPasswordChange(t *testing.T) {
 func TestRevocationIgnoresClockSkew(t *testing.T) {
 	changes := map[string]func(*Authenticator) error{
 		"password change": func(a *Authenticator) error {
-			return a.SetUserPassword(context.Background(), "alice", "another password")
+			return a.Admin().SetUserPassword(context.Background(), "alice", "another password")
 		},
-		"revoke": func(a *Authenticator) error { return a.RevokeUserTokens(context.Background(), "alice") },
+		"revoke": func(a *Authenticator) error { return a.Admin().RevokeUserTokens(context.Background(), "alice") },
 		"disable and enable": func(a *Authenticator) error {
-			return errors.Join(a.DisableUser(context.Background(), "alice"), a.EnableUser(context.Background(), "alice"))
+			return errors.Join(a.Admin().DisableUser(context.Background(), "alice"), a.Admin().EnableUser(context.Background(), "alice"))
 		},
 		"delete and re-create": func(a *Authenticator) error {
-			return errors.Join(a.DeleteUser(context.Background(), "alice"), a.CreateUser(context.Background(), "alice", "right password"))
+			return errors.Join(a.Admin().DeleteUser(context.Background(), "alice"), a.Admin().CreateUser(context.Background(), "alice", "right password"))
 		},
 	}
 	for name, change := range changes {
@@ -70,7 +70,7 @@ func TestRevocationIgnoresClockSkew(t *testing.T) {
 			base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 			behind := quickAuth(t, store, &fakeClock{now: base})
 			ahead := quickAuth(t, store, &fakeClock{now: base, offset: 3 * time.Second})
-			if err := behind.CreateUser(context.Background(), "alice", "right password"); err != nil {
+			if err := behind.Admin().CreateUser(context.Background(), "alice", "right password"); err != nil {
 				t.Fatal(err)
 			}
 			out, err := ahead.LoginUser(context.Background(), "alice", "right password")

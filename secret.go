@@ -20,7 +20,7 @@ const maxSecretFileSize = 4096
 // an environment variable: one secret, or a comma-separated list of them,
 // the first of which signs and seals while all of them verify and open.
 // Each secret is hex, or else standard or URL-safe base64 with or without
-// padding, and must decode to at least [MinSecretLen] bytes; spaces and
+// padding, and must decode to at least 32 bytes; spaces and
 // newlines around it are ignored. A string of hex digits is always read
 // as hex, so that a short or mistyped hex secret never passes for a long
 // base64 one. An error names the position of a bad secret, never its
@@ -78,8 +78,8 @@ func decodeSecret(s string) ([]byte, error) {
 	} else {
 		alphabet = 64
 	}
-	if len(b) < MinSecretLen {
-		return nil, fmt.Errorf("%d bytes, need at least %d", len(b), MinSecretLen)
+	if len(b) < minSecretLen {
+		return nil, fmt.Errorf("%d bytes, need at least %d", len(b), minSecretLen)
 	}
 	if why := secretWeakness(s, alphabet, b); why != "" {
 		return nil, fmt.Errorf("does not look random: %s; %s", why, secretAdvice)

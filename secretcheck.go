@@ -27,7 +27,7 @@ type KeyCheckStore interface {
 // check values of which none is of a configured secret (or, for a Store
 // from before check values, holds TOTP secrets none of which opens), and
 // when TOTP secrets are sealed under a key id that is not configured
-// (restore that secret, then run [Authenticator.ResealTOTPSecrets]).
+// (restore that secret, then run [Admin.ResealTOTPSecrets]).
 // Otherwise it records the first secret's check value and returns nil. A
 // Store that does not implement [KeyCheckStore] is only scanned for TOTP
 // secrets.

@@ -28,7 +28,7 @@ func TestCheckSecrets(t *testing.T) {
 	if err := old.CheckSecrets(ctx); err != nil {
 		t.Fatalf("empty store: %v", err)
 	}
-	if err := old.CreateUser(ctx, "alice", "correct horse battery"); err != nil {
+	if err := old.Admin().CreateUser(ctx, "alice", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
 	if err := newAuth(testSecret(2)).CheckSecrets(ctx); !errors.Is(err, nmauth.ErrSecretMismatch) {

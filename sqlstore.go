@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,12 +70,18 @@ type SQLStore struct {
 	// (on each connection, as database/sql does) rather than parsed again
 	// by every call. They live as long as db.
 	getUser, getHost *sql.Stmt
+	// lockHostStmt and updateHostStmt are the statements of a batch of
+	// host updates, prepared as getHost is.
+	lockHostStmt, updateHostStmt *sql.Stmt
+	// getHostLogin is GetHostLogin's statement, prepared as getHost is.
+	getHostLogin *sql.Stmt
 }
 
 var (
-	_ Store         = (*SQLStore)(nil)
-	_ KeyCheckStore = (*SQLStore)(nil)
-	_ Pinger        = (*SQLStore)(nil)
+	_ Store          = (*SQLStore)(nil)
+	_ KeyCheckStore  = (*SQLStore)(nil)
+	_ Pinger         = (*SQLStore)(nil)
+	_ HostBatchStore = (*SQLStore)(nil)
 )
 
 var (
@@ -118,6 +125,15 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d Dialect) (*SQLStore, error) 
 	}
 	if s.getHost, err = db.PrepareContext(ctx, s.q.getHost); err != nil {
 		return nil, wrapSQL("prepare get host", err)
+	}
+	if s.getHostLogin, err = db.PrepareContext(ctx, hostLoginSQL(s.q)); err != nil {
+		return nil, wrapSQL("prepare get host login", err)
+	}
+	if s.lockHostStmt, err = db.PrepareContext(ctx, s.q.lockHost); err != nil {
+		return nil, wrapSQL("prepare lock host", err)
+	}
+	if s.updateHostStmt, err = db.PrepareContext(ctx, s.q.updateHost); err != nil {
+		return nil, wrapSQL("prepare update host", err)
 	}
 	return s, nil
 }
@@ -267,6 +283,46 @@ func (s *SQLStore) UpdateHost(ctx context.Context, id string, fn func(*Host) err
 		}
 		_, err = tx.ExecContext(ctx, s.q.updateHost, append(args[1:], id)...)
 		return wrapSQL("update host", err)
+	})
+}
+
+// UpdateHosts implements [HostBatchStore] in one transaction, which locks
+// the hosts' rows in the order of their ids, so that two batches on
+// PostgreSQL never wait for each other in a circle.
+func (s *SQLStore) UpdateHosts(ctx context.Context, updates []HostUpdate) error {
+	order := make([]int, len(updates))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return strings.Compare(updates[i].ID, updates[j].ID) })
+	return s.inTx(ctx, "update hosts", func(tx *sql.Tx) error {
+		lock, update := tx.StmtContext(ctx, s.lockHostStmt), tx.StmtContext(ctx, s.updateHostStmt)
+		for _, i := range order {
+			u := &updates[i]
+			h, err := scanHost(lock.QueryRowContext(ctx, u.ID))
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				u.Err = ErrNotFound
+				continue
+			case errors.Is(err, ErrBrokenRecord):
+				u.Err = err
+				continue
+			case err != nil:
+				return readErr("update hosts", err)
+			}
+			if u.Err = u.Fn(&h); u.Err != nil {
+				continue
+			}
+			args, err := hostArgs(h)
+			if err != nil {
+				u.Err = err
+				continue
+			}
+			if _, err := update.ExecContext(ctx, append(args[1:], u.ID)...); err != nil {
+				return wrapSQL("update hosts", err)
+			}
+		}
+		return nil
 	})
 }
 

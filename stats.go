@@ -60,11 +60,11 @@ func (a *Authenticator) Stats() Stats {
 }
 
 func (c *tokenCache) stats() CacheStats {
-	if c.c == nil {
+	if c.door == nil {
 		return CacheStats{}
 	}
-	s := c.c.Stats()
-	return CacheStats{Hits: s.Hits, Misses: s.Misses, Size: c.c.EstimatedSize()}
+	s := c.counts.Snapshot()
+	return CacheStats{Hits: s.Hits, Misses: s.Misses, Size: int(c.count.Load())}
 }
 
 // stats derives the hits from the token cache's (see statusCache.misses).

@@ -16,7 +16,7 @@ func statsAuth(t *testing.T, tweak func(*Config)) (*Authenticator, string) {
 	t.Helper()
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	a := quickAuth(t, NewMemoryStore(), clock, tweak)
-	if err := a.CreateUser(context.Background(), "alice", "right password"); err != nil {
+	if err := a.Admin().CreateUser(context.Background(), "alice", "right password"); err != nil {
 		t.Fatal(err)
 	}
 	out, err := a.LoginUser(from("192.0.2.1"), "alice", "right password")
@@ -55,7 +55,7 @@ func TestStatsCaches(t *testing.T) {
 		t.Errorf("after 3 checks of a token and one forgery:\nStats = %+v\nwant    %+v", got, want)
 	}
 
-	if err := a.DisableUser(ctx, "alice"); err != nil {
+	if err := a.Admin().DisableUser(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.CheckBearer(ctx, token); !errors.Is(err, ErrUnauthenticated) {
@@ -92,7 +92,7 @@ func TestStatsPasswordHashQueue(t *testing.T) {
 		c.PasswordHashConcurrency = 1
 		c.PasswordHashQueue = 2
 	})
-	if err := a.CreateUser(context.Background(), "alice", "right password"); err != nil {
+	if err := a.Admin().CreateUser(context.Background(), "alice", "right password"); err != nil {
 		t.Fatal(err)
 	}
 	entered := make(chan struct{}, 3)

@@ -53,8 +53,8 @@ func (e *BrokenRecordError) Unwrap() []error { return []error{ErrBrokenRecord, e
 
 // RepairStore is implemented by a [Store] that can find the records it
 // cannot decode and repair them; [SQLStore] does, and nmauthd check uses
-// it through [Authenticator.BrokenRecords] and
-// [Authenticator.RepairRecords].
+// it through [Admin.BrokenRecords] and
+// [Admin.RepairRecords].
 type RepairStore interface {
 	// BrokenRecords returns one error for each column of each record
 	// the Store holds but cannot decode, users first, then hosts, then
@@ -175,7 +175,7 @@ type Host struct {
 	// with. It is stored in canonical lower-case colon form.
 	MACAddress string
 	// PasswordHash is a PHC string, or the keyed digest of a machine
-	// secret (see [Authenticator.CreateHost]).
+	// secret (see [Admin.CreateHost]).
 	PasswordHash string
 	Disabled     bool
 	CreatedAt    time.Time
@@ -254,8 +254,9 @@ type MemoryStore struct {
 }
 
 var (
-	_ Store         = (*MemoryStore)(nil)
-	_ KeyCheckStore = (*MemoryStore)(nil)
+	_ Store          = (*MemoryStore)(nil)
+	_ KeyCheckStore  = (*MemoryStore)(nil)
+	_ HostBatchStore = (*MemoryStore)(nil)
 )
 
 // NewMemoryStore returns an empty [MemoryStore].
@@ -406,6 +407,31 @@ func (s *MemoryStore) UpdateHost(ctx context.Context, id string, fn func(*Host) 
 	}
 	h.ID = id
 	s.hosts[id] = h
+	return nil
+}
+
+// UpdateHosts implements [HostBatchStore]: the updates are applied in
+// order under the store's lock.
+func (s *MemoryStore) UpdateHosts(ctx context.Context, updates []HostUpdate) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range updates {
+		u := &updates[i]
+		h, ok := s.hosts[u.ID]
+		if !ok {
+			u.Err = ErrNotFound
+			continue
+		}
+		h = cloneHost(h)
+		if u.Err = u.Fn(&h); u.Err != nil {
+			continue
+		}
+		h.ID = u.ID
+		s.hosts[u.ID] = h
+	}
 	return nil
 }
 

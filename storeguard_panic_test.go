@@ -69,7 +69,7 @@ func TestStorePanicIsAnswered500(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := auth.CreateUser(context.Background(), "alice", "correct horse battery staple"); err != nil {
+	if err := auth.Admin().CreateUser(context.Background(), "alice", "correct horse battery staple"); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(auth.Handler())

@@ -20,8 +20,8 @@ import (
 	"golang.org/x/crypto/hkdf"
 )
 
-// MinSecretLen is the least number of bytes a root secret may have.
-const MinSecretLen = 32
+// minSecretLen is the least number of bytes a root secret may have.
+const minSecretLen = 32
 
 // tokenKind names the four JWT kinds. Each kind has its own audience and its
 // own signing subkey, so a token of one kind can never verify as another
@@ -243,8 +243,8 @@ func newKeyRing(secrets [][]byte) (*keyRing, error) {
 	r := &keyRing{}
 	seen := map[string]bool{}
 	for i, s := range secrets {
-		if len(s) < MinSecretLen {
-			return nil, fmt.Errorf("nmauth: root secret %d is %d bytes, need at least %d", i, len(s), MinSecretLen)
+		if len(s) < minSecretLen {
+			return nil, fmt.Errorf("nmauth: root secret %d is %d bytes, need at least %d", i, len(s), minSecretLen)
 		}
 		k, err := deriveRingKey(s)
 		if err != nil {

@@ -2,10 +2,52 @@ package nmauth
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
+
+// cachedTokens returns an Authenticator over the memory store with the
+// tokens of a user, a host, a node from IssueNodeToken and an access token of the user, each checked once so
+// that the next check caches it.
+func cachedTokens(t *testing.T, store Store, clock *fakeClock) (*Authenticator, map[string]string) {
+	t.Helper()
+	a := quickAuth(t, store, clock)
+	ctx := context.Background()
+	if err := a.Admin().CreateUser(ctx, "alice", "right password"); err != nil {
+		t.Fatal(err)
+	}
+	user, err := a.LoginUser(from("192.0.2.1"), "alice", "right password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	access, err := a.CreateAccessToken(ctx, Principal{Kind: KindMaster}, AccessTokenRequest{Name: "ci", UserName: "alice", ReadOnly: true, Networks: []string{"net-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Admin().CreateHost(ctx, "host-1", "", "host secret for host-1 0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	host, err := a.LoginHost(from("192.0.2.2"), "host-1", "", "host secret for host-1 0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := a.IssueNodeToken(ctx, "net-1", "node-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]string{"user": user.AuthToken, "access": access.Token, "host": host.AuthToken, "node": node}
+	for _, tok := range tokens {
+		if _, err := a.CheckBearer(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, tokens
+}
 
 // TestTokenCacheConfirmsTheToken: a cached token's entry answers only for
 // the token itself. A token that differs in one byte of its claims or of
@@ -13,43 +55,248 @@ import (
 // another token's key, as a hash collision would find it, is no hit.
 func TestTokenCacheConfirmsTheToken(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	a := quickAuth(t, NewMemoryStore(), clock)
+	a, tokens := cachedTokens(t, NewMemoryStore(), clock)
 	ctx := context.Background()
-	if err := a.CreateUser(ctx, "alice", "right password"); err != nil {
-		t.Fatal(err)
+	for kind, token := range tokens {
+		for range 2 {
+			if _, err := a.CheckBearer(ctx, token); err != nil {
+				t.Fatal(err)
+			}
+		}
+		key, e := a.tokens.get(token)
+		if e == nil {
+			t.Fatalf("%s: the token is not cached after three checks", kind)
+		}
+		sep := strings.LastIndexAny(token, "._")
+		for name, at := range map[string]int{"claims": sep - 5, "signature": len(token) - 5} {
+			b := []byte(token)
+			b[at] ^= 'A' ^ 'B'
+			if b[at] == token[at] {
+				b[at] ^= 1
+			}
+			if _, err := a.CheckBearer(ctx, string(b)); !errors.Is(err, ErrUnauthenticated) {
+				t.Errorf("%s token with a byte of its %s changed: %v, want ErrUnauthenticated", kind, name, err)
+			}
+		}
+		// The entry planted under the key of a token that differs from it
+		// in the first byte of its signature.
+		b := []byte(token)
+		b[sep+1] ^= 'A' ^ 'B'
+		other := string(b)
+		otherKey, _ := a.tokens.get(other)
+		a.tokens.mu.Lock()
+		bucket, slot := a.tokens.table.Load().bucket(otherKey), 0
+		if bucket.keys[slot].Load() == key {
+			slot = 1 // the token's own slot stays
+		}
+		bucket.entries[slot].Store(e)
+		bucket.keys[slot].Store(otherKey)
+		a.tokens.mu.Unlock()
+		if _, hit := a.tokens.get(other); hit != nil {
+			t.Errorf("%s: an entry under a colliding key answered for another token", kind)
+		}
+		if _, err := a.CheckBearer(ctx, other); !errors.Is(err, ErrUnauthenticated) {
+			t.Errorf("%s: the token under a colliding key: %v, want ErrUnauthenticated", kind, err)
+		}
+		if _, hit := a.tokens.get(token); hit == nil {
+			t.Errorf("%s: the token's own entry is gone", kind)
+		}
 	}
-	out, err := a.LoginUser(from("192.0.2.1"), "alice", "right password")
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := out.AuthToken
-	for range 3 { // the second check caches it
+}
+
+// TestTokenCacheHitGivesTheSamePrincipal: a cache hit answers the very
+// principal, field for field, that the token's uncached check gives, for
+// every kind of token the cache keeps compact and for those it keeps
+// whole.
+func TestTokenCacheHitGivesTheSamePrincipal(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	store := NewMemoryStore()
+	a, tokens := cachedTokens(t, store, clock)
+	uncached := quickAuth(t, store, clock, func(c *Config) { c.TokenCacheSize = -1 })
+	ctx := context.Background()
+	for kind, token := range tokens {
 		if _, err := a.CheckBearer(ctx, token); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, e := a.tokens.get(token, clock.Now()); e == nil {
-		t.Fatal("the token is not cached after three checks")
-	}
-	dot := len(token) - len(signature(token)) - 1
-	for name, at := range map[string]int{"claims": dot - 5, "signature": len(token) - 5} {
-		b := []byte(token)
-		b[at] ^= 'A' ^ 'B'
-		if b[at] == token[at] {
-			b[at] ^= 1
+		if _, e := a.tokens.get(token); e == nil {
+			t.Fatalf("%s: not cached", kind)
 		}
-		if _, err := a.CheckBearer(ctx, string(b)); !errors.Is(err, ErrUnauthenticated) {
-			t.Errorf("token with a byte of its %s changed: %v, want ErrUnauthenticated", name, err)
+		hits := a.Stats().TokenCache.Hits
+		got, err := a.CheckBearer(ctx, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Stats().TokenCache.Hits != hits+1 {
+			t.Fatalf("%s: the check was no hit", kind)
+		}
+		want, err := uncached.CheckBearer(ctx, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got.networks == nil) != (want.networks == nil) || got.networks != nil && fmt.Sprint(*got.networks) != fmt.Sprint(*want.networks) {
+			t.Errorf("%s: cached networks %v, want %v", kind, got.networks, want.networks)
+		}
+		got.networks, want.networks = nil, nil
+		if got != want || !got.IssuedAt.Equal(want.IssuedAt) || got.IssuedAt.Location() != want.IssuedAt.Location() {
+			t.Errorf("%s: cached principal\n%+v\nwant\n%+v", kind, got, want)
+		}
+		if got.Name == "" || got.TokenID == "" || got.ExpiresAt.IsZero() {
+			t.Errorf("%s: principal lacks fields: %+v", kind, got)
 		}
 	}
-	key, e := a.tokens.get(token, clock.Now())
-	other := token[:dot] + "." + signature(token)[1:] + "A"
-	otherKey, _ := a.tokens.get(other, clock.Now())
-	a.tokens.c.Set(otherKey, e)
-	if _, hit := a.tokens.get(other, clock.Now()); hit != nil {
-		t.Error("an entry under a colliding key answered for another token")
+}
+
+// TestTokenCacheExpiry: a cached token is refused from its expiry on, by
+// the Authenticator's clock, as an uncached one is.
+func TestTokenCacheExpiry(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	a, tokens := cachedTokens(t, NewMemoryStore(), clock)
+	ctx := context.Background()
+	for kind, token := range tokens {
+		p, err := a.CheckBearer(ctx, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, e := a.tokens.get(token); e == nil {
+			t.Fatalf("%s: not cached", kind)
+		}
+		if p.ExpiresAt.Sub(clock.Now()) <= 0 {
+			t.Fatalf("%s: expires at %v", kind, p.ExpiresAt)
+		}
 	}
-	if _, hit := a.tokens.get(token, clock.Now()); hit == nil || key == otherKey {
-		t.Error("the token's own entry is gone")
+	// Every token above expires within a year (the access token's
+	// default TTL is the longest).
+	clock.Advance(366 * 24 * time.Hour)
+	for kind, token := range tokens {
+		if _, err := a.CheckBearer(ctx, token); !errors.Is(err, ErrUnauthenticated) {
+			t.Errorf("%s: an expired cached token: %v, want ErrUnauthenticated", kind, err)
+		}
+	}
+}
+
+// TestTokenCacheBound: the cache holds at most TokenCacheSize tokens
+// however many verify, keeps every token of a fleet within its size from
+// the second check on, and a token it dropped still checks, by a parse.
+func TestTokenCacheBound(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	const size = 1000
+	a := quickAuth(t, NewMemoryStore(), clock, func(c *Config) { c.TokenCacheSize = size })
+	ctx := context.Background()
+	var tokens []string
+	for i := range 3 * size {
+		tok, err := a.IssueNodeToken(ctx, "net-1", fmt.Sprintf("node-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, tok)
+	}
+	// A fleet of half the size: every token is cached, the table growing
+	// from its first size as it fills.
+	fleet := tokens[:size/2]
+	for range 2 {
+		for _, tok := range fleet {
+			if _, err := a.CheckBearer(ctx, tok); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(a.tokens.table.Load().buckets) <= 64 {
+		t.Errorf("the table did not grow: %d buckets", len(a.tokens.table.Load().buckets))
+	}
+	before := a.Stats().TokenCache
+	for _, tok := range fleet {
+		if _, err := a.CheckBearer(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := a.Stats().TokenCache
+	if after.Hits-before.Hits != uint64(len(fleet)) || after.Size != len(fleet) {
+		t.Errorf("a fleet of %d within the cache: %d hits, size %d", len(fleet), after.Hits-before.Hits, after.Size)
+	}
+	// Three times the size, twice over: the cache stays within its size
+	// and every token checks.
+	for range 2 {
+		for _, tok := range tokens {
+			if _, err := a.CheckBearer(ctx, tok); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := a.Stats().TokenCache.Size; got > size || got < size/2 {
+		t.Errorf("cache size %d after %d tokens, want at most %d and most of it", got, len(tokens), size)
+	}
+	if max := (size + size/4 + tokenWays - 1) / tokenWays; len(a.tokens.table.Load().buckets) > max {
+		t.Errorf("%d buckets, want at most %d", len(a.tokens.table.Load().buckets), max)
+	}
+}
+
+// TestTokenCacheTakesExpiredSlots: when a token's bucket is full, the new
+// token takes the slot of an expired one before any live one's.
+func TestTokenCacheTakesExpiredSlots(t *testing.T) {
+	c := newTokenCache(6)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	p := func(ttl time.Duration) *Principal {
+		return &Principal{Kind: KindNode, Name: "n", IssuedAt: now.Add(-time.Minute).Truncate(time.Second), ExpiresAt: now.Add(ttl)}
+	}
+	tok := func(i int) string { return fmt.Sprintf("h.c%d.%s", i, strings.Repeat("A", 43)) }
+	put := func(i int, ttl time.Duration) {
+		t.Helper()
+		key, _ := c.get(tok(i))
+		// The doorkeeper takes a token on its second put, and clears
+		// itself after as many new tokens as the cache holds.
+		for range 3 {
+			if _, e := c.get(tok(i)); e == nil {
+				c.put(key, tok(i), p(ttl), nil, nil, now)
+			}
+		}
+		if _, e := c.get(tok(i)); e == nil {
+			t.Fatalf("token %d not cached", i)
+		}
+	}
+	// One bucket: five live tokens and one that expires fill the cache.
+	if n := len(c.table.Load().buckets); n != 1 {
+		t.Fatalf("%d buckets", n)
+	}
+	for i := range 5 {
+		put(i, time.Hour)
+	}
+	put(7, time.Second)
+	now = now.Add(2 * time.Second)
+	put(8, time.Hour)
+	for i := range 5 {
+		if _, e := c.get(tok(i)); e == nil {
+			t.Errorf("live token %d was dropped while an expired one was held", i)
+		}
+	}
+	if _, e := c.get(tok(7)); e != nil {
+		t.Error("the expired token is still held")
+	}
+}
+
+// TestDecodeSignature: the hit path's decoder of a JWT's signature agrees
+// with base64.RawURLEncoding on every signature, and refuses what it
+// refuses: a character outside base64url, or another length.
+func TestDecodeSignature(t *testing.T) {
+	for range 1000 {
+		var raw [32]byte
+		rand.Read(raw[:])
+		s := base64.RawURLEncoding.EncodeToString(raw[:])
+		var got [32]byte
+		if !decodeSignature(s, &got) || got != raw {
+			t.Fatalf("%s: %x, want %x", s, got, raw)
+		}
+		if !sameSignature(&got, &raw) {
+			t.Fatal("sameSignature refuses equal signatures")
+		}
+		got[31] ^= 1
+		if sameSignature(&got, &raw) {
+			t.Fatal("sameSignature accepts different signatures")
+		}
+		for _, bad := range []string{s[:42], s + "A", s[:20] + "+" + s[21:], s[:42] + "=", s[:5] + "\xff" + s[6:]} {
+			_, err := base64.RawURLEncoding.DecodeString(bad)
+			if decodeSignature(bad, &got) || err == nil && len(bad) == 43 {
+				t.Fatalf("%q decoded", bad)
+			}
+		}
 	}
 }

@@ -41,8 +41,8 @@ const (
 	recoveryCodeChars = 16
 )
 
-// MaxTOTPFailuresPerToken is how many wrong codes a pre-auth token survives.
-const MaxTOTPFailuresPerToken = 5
+// maxTOTPFailuresPerToken is how many wrong codes a pre-auth token survives.
+const maxTOTPFailuresPerToken = 5
 
 // The backoff of wrong TOTP codes for one user, across all pre-auth tokens
 // and replicas: the first 5 consecutive failures are free, then each
@@ -313,7 +313,7 @@ func enrollmentSecret(rawURL, name, issuer string) ([]byte, error) {
 // VerifyTOTP redeems a pre-auth token from [Authenticator.LoginUser] with a
 // TOTP code or a recovery code, and returns a user token. A code is
 // accepted once only; a pre-auth token is redeemed once and dies after
-// [MaxTOTPFailuresPerToken] wrong codes; and the user's consecutive
+// five wrong codes; and the user's consecutive
 // failures add a backoff that holds across tokens and replicas.
 func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, code string) (UserLogin, error) {
 	c, name, err := a.preAuthClaims(preAuthToken, username)
@@ -464,7 +464,7 @@ func (a *Authenticator) matchSecondFactor(u *User, code string, recovery bool, n
 // settleSecondFactor records the outcome of a second factor in u. One that
 // passed consumes the pre-auth token and clears the failures; one that
 // failed is counted against the token, which dies at
-// [MaxTOTPFailuresPerToken], and in the user's backoff.
+// five, and in the user's backoff.
 func settleSecondFactor(u *User, passed bool, now time.Time) {
 	if passed {
 		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
@@ -473,7 +473,7 @@ func settleSecondFactor(u *User, passed bool, now time.Time) {
 	}
 	u.State.TOTPFailures++
 	u.State.PreAuthFailures++
-	if u.State.PreAuthFailures >= MaxTOTPFailuresPerToken {
+	if u.State.PreAuthFailures >= maxTOTPFailuresPerToken {
 		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
 	}
 	u.State.TOTPBlockedUntil = addDelay(now, totpDelay(u.State.TOTPFailures))

@@ -48,7 +48,7 @@ func TestCompleteTOTPEnrollsAndReplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := auth.CreateUser(ctx, "alice", "correct horse battery"); err != nil {
+	if err := auth.Admin().CreateUser(ctx, "alice", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
 	login, err := auth.LoginUser(ctx, "alice", "correct horse battery")

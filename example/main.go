@@ -49,10 +49,10 @@ func main() {
 	}
 	ctx := context.Background()
 	userPassword, hostPassword := randomHex(8), randomHex(8)
-	if err := auth.CreateUser(ctx, "demo", userPassword); err != nil {
+	if err := auth.Admin().CreateUser(ctx, "demo", userPassword); err != nil {
 		log.Fatal(err)
 	}
-	if err := auth.CreateHost(ctx, "demo-host", "", hostPassword); err != nil {
+	if err := auth.Admin().CreateHost(ctx, "demo-host", "", hostPassword); err != nil {
 		log.Fatal(err)
 	}
 	app := &networkManager{

@@ -62,10 +62,10 @@ func testBrokenColumn(t *testing.T, d nmauth.Dialect, db *sql.DB, kind, key, col
 	})
 	a := srv.auth
 	createAccounts(t, a)
-	if err := a.CreateUser(ctx, "bob", "bob's long password"); err != nil {
+	if err := a.Admin().CreateUser(ctx, "bob", "bob's long password"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.CreateHost(ctx, "host-2", "", "host-password-2"); err != nil {
+	if err := a.Admin().CreateHost(ctx, "host-2", "", "host-password-2"); err != nil {
 		t.Fatal(err)
 	}
 	master := nmauth.Principal{Kind: nmauth.KindMaster}
@@ -91,12 +91,12 @@ func testBrokenColumn(t *testing.T, d nmauth.Dialect, db *sql.DB, kind, key, col
 	switch kind {
 	case "user":
 		r = srv.post(t, "/api/users/adm/authenticate", `{"username":"bob","password":"bob's long password"}`)
-		if err := a.DisableUser(ctx, "bob"); !errors.Is(err, nmauth.ErrBrokenRecord) || errors.Is(err, nmauth.ErrStoreUnavailable) {
+		if err := a.Admin().DisableUser(ctx, "bob"); !errors.Is(err, nmauth.ErrBrokenRecord) || errors.Is(err, nmauth.ErrStoreUnavailable) {
 			t.Errorf("DisableUser(bob) = %v, want ErrBrokenRecord", err)
 		}
 	case "host":
 		r = srv.post(t, "/api/hosts/adm/authenticate", `{"id":"host-2","password":"host-password-2"}`)
-		if err := a.DisableHost(ctx, "host-2"); !errors.Is(err, nmauth.ErrBrokenRecord) || errors.Is(err, nmauth.ErrStoreUnavailable) {
+		if err := a.Admin().DisableHost(ctx, "host-2"); !errors.Is(err, nmauth.ErrBrokenRecord) || errors.Is(err, nmauth.ErrStoreUnavailable) {
 			t.Errorf("DisableHost(host-2) = %v, want ErrBrokenRecord", err)
 		}
 	case "access token":
@@ -124,11 +124,11 @@ func testBrokenColumn(t *testing.T, d nmauth.Dialect, db *sql.DB, kind, key, col
 	wantStatus(t, srv.hostLogin(t, "host-password-1"), http.StatusOK)
 
 	// Listings answer and mark the broken record.
-	users, err := a.ListUsers(ctx, "", 10)
+	users, err := a.Admin().ListUsers(ctx, "", 10)
 	if err != nil {
 		t.Fatalf("ListUsers: %v", err)
 	}
-	hosts, err := a.ListHosts(ctx, "", 10)
+	hosts, err := a.Admin().ListHosts(ctx, "", 10)
 	if err != nil {
 		t.Fatalf("ListHosts: %v", err)
 	}
@@ -168,14 +168,14 @@ func testBrokenColumn(t *testing.T, d nmauth.Dialect, db *sql.DB, kind, key, col
 	}
 
 	// The repair finds the one broken column and makes it safe.
-	found, err := a.BrokenRecords(ctx)
+	found, err := a.Admin().BrokenRecords(ctx)
 	if err != nil || len(found) != 1 || found[0].Kind != kind || found[0].Key != key || found[0].Column != column {
 		t.Fatalf("BrokenRecords = %v, %v; want %s %s %s", found, err, kind, key, column)
 	}
-	if _, err := a.RepairRecords(ctx); err != nil {
+	if _, err := a.Admin().RepairRecords(ctx); err != nil {
 		t.Fatalf("RepairRecords: %v", err)
 	}
-	if again, err := a.BrokenRecords(ctx); err != nil || len(again) != 0 {
+	if again, err := a.Admin().BrokenRecords(ctx); err != nil || len(again) != 0 {
 		t.Fatalf("BrokenRecords after the repair = %v, %v; want none", again, err)
 	}
 	eventsMu.Lock()

@@ -43,7 +43,7 @@ func Example_sqlStore() {
 	}
 
 	db, auth := open()
-	if err := auth.CreateUser(ctx, "alice", "correct horse battery"); err != nil {
+	if err := auth.Admin().CreateUser(ctx, "alice", "correct horse battery"); err != nil {
 		panic(err)
 	}
 	db.Close()

@@ -28,7 +28,7 @@ func BenchmarkFailedLoginTiming(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := a.CreateUser(ctx, "alice", "correct horse battery"); err != nil {
+	if err := a.Admin().CreateUser(ctx, "alice", "correct horse battery"); err != nil {
 		b.Fatal(err)
 	}
 	login := func(name string) time.Duration {

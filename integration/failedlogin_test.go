@@ -58,7 +58,7 @@ func TestFailedMachineLoginWrites(t *testing.T) {
 			db := b.fresh(t)(t)
 			srv := newServer(t, newSQLStore(t, db, b.dialect), func(*nmauth.Config) {})
 			const known = "3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b"
-			if err := srv.auth.CreateHost(ctx, known, "", crand.Text()); err != nil {
+			if err := srv.auth.Admin().CreateHost(ctx, known, "", crand.Text()); err != nil {
 				t.Fatal(err)
 			}
 			writes := countWrites(t, db, b.dialect)

@@ -205,7 +205,7 @@ func enrollFleetUsers(b *testing.B, a *nmauth.Authenticator, clock *stepClock, n
 	users := make([]fleetTOTPUser, n)
 	for i := range users {
 		name := fmt.Sprintf("totp-%03d", i)
-		if err := a.CreateUser(ctx, name, fleetPassword); err != nil {
+		if err := a.Admin().CreateUser(ctx, name, fleetPassword); err != nil {
 			b.Fatal(err)
 		}
 		e, err := a.InitTOTP(ctx, master, name)

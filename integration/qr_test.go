@@ -41,7 +41,7 @@ func TestQRCodesDecode(t *testing.T) {
 	}
 	users := []string{"alice", "alicia"}
 	for _, name := range users {
-		if err := auths[0].CreateUser(ctx, name, "correct horse battery"); err != nil {
+		if err := auths[0].Admin().CreateUser(ctx, name, "correct horse battery"); err != nil {
 			t.Fatal(err)
 		}
 	}

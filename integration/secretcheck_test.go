@@ -34,7 +34,7 @@ func TestCheckSecretsSealedKeys(t *testing.T) {
 			old := authWithSecrets(t, store, now, oldSecret)
 			master := nmauth.Principal{Kind: nmauth.KindMaster}
 			for _, name := range []string{"alice", "bob"} {
-				if err := old.CreateUser(ctx, name, "a long enough password"); err != nil {
+				if err := old.Admin().CreateUser(ctx, name, "a long enough password"); err != nil {
 					t.Fatal(err)
 				}
 				e, err := old.InitTOTP(ctx, master, name)
@@ -53,7 +53,7 @@ func TestCheckSecretsSealedKeys(t *testing.T) {
 					t.Fatalf("CompleteTOTP(%s): %v", name, err)
 				}
 			}
-			if err := old.CreateUser(ctx, "carol", "a long enough password"); err != nil {
+			if err := old.Admin().CreateUser(ctx, "carol", "a long enough password"); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := db.Exec("UPDATE nmauth_users SET recovery_codes = '{bad' WHERE name = 'bob'"); err != nil {

@@ -95,7 +95,7 @@ func TestSQLiteFull(t *testing.T) {
 	srv := newServer(t, store, func(c *nmauth.Config) {
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	})
-	if err := srv.auth.CreateUser(context.Background(), "alice", "correct horse battery"); err != nil {
+	if err := srv.auth.Admin().CreateUser(context.Background(), "alice", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -199,10 +199,10 @@ func newServer(t *testing.T, store nmauth.Store, tweak func(*nmauth.Config)) *se
 func createAccounts(t *testing.T, a *nmauth.Authenticator) {
 	t.Helper()
 	ctx := context.Background()
-	if err := a.CreateUser(ctx, "alice", "correct horse battery"); err != nil {
+	if err := a.Admin().CreateUser(ctx, "alice", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.CreateHost(ctx, "host-1", "", "host-password-1"); err != nil {
+	if err := a.Admin().CreateHost(ctx, "host-1", "", "host-password-1"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -141,10 +141,10 @@ func newServer(t *testing.T, w nmauth.WireProfile) *httptest.Server {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := a.CreateUser(ctx, "alice", "correct horse battery"); err != nil {
+	if err := a.Admin().CreateUser(ctx, "alice", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.CreateHost(ctx, hostID, "", "host-password-1"); err != nil {
+	if err := a.Admin().CreateHost(ctx, hostID, "", "host-password-1"); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(a.Handler())

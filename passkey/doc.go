@@ -5,7 +5,9 @@
 // github.com/nmauth/nmauth/passkey, so that an application that does not
 // use passkeys downloads and compiles none of it; it builds on
 // github.com/go-webauthn/webauthn and on the Authenticator's public API
-// only, and the Authenticator never imports it.
+// only, and the Authenticator never imports it. Its powers to log users in
+// and write audit events come from an [nmauth.Extension] that the
+// application registers in [nmauth.Config.Extensions] and gives to it.
 //
 // # Setup
 //
@@ -16,9 +18,10 @@
 // password has a passkey, and so must get a pre-auth token:
 //
 //	store, err := passkey.NewSQLStore(ctx, db, nmauth.DialectSQLite) // or passkey.NewMemoryStore()
-//	auth, err := nmauth.New(nmauth.Config{..., SecondFactor: passkey.SecondFactor(store)})
+//	ext := new(nmauth.Extension)
+//	auth, err := nmauth.New(nmauth.Config{..., SecondFactor: passkey.SecondFactor(store), Extensions: []*nmauth.Extension{ext}})
 //	pk, err := passkey.New(passkey.Config{
-//		Auth:         auth,
+//		Extension:    ext,
 //		Store:        store,
 //		RPID:         "example.com",
 //		Origins:      []string{"https://auth.example.com"},
@@ -42,7 +45,7 @@
 //     factor within [Config.PresenceWindow].
 //   - Second factor ([Manager.BeginSecondFactor], [Manager.FinishSecondFactor]),
 //     with the pre-auth token of a password login: the assertion is traded
-//     for a user token by [nmauth.Authenticator.RedeemPreAuth], under the
+//     for a user token by [nmauth.Extension.RedeemPreAuth], under the
 //     attempt limits, backoff and events of verify-totp, where TOTP codes
 //     and recovery codes still work.
 //   - Passwordless login ([Manager.BeginLogin], [Manager.FinishLogin]), with

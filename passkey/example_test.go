@@ -20,7 +20,9 @@ func Example() {
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	store := passkey.NewMemoryStore()
+	ext := new(nmauth.Extension) // the passkeys' powers, once registered
 	auth, err := nmauth.New(nmauth.Config{
+		Extensions:   []*nmauth.Extension{ext},
 		Store:        nmauth.NewMemoryStore(),
 		Secrets:      [][]byte{secret},
 		SecondFactor: passkey.SecondFactor(store),
@@ -29,7 +31,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	pk, err := passkey.New(passkey.Config{
-		Auth:         auth,
+		Extension:    ext,
 		Store:        store,
 		RPID:         "example.com",
 		Origins:      []string{"https://auth.example.com"},
@@ -43,7 +45,7 @@ func Example() {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	if err := auth.CreateUser(context.Background(), "alice", "correct horse battery"); err != nil {
+	if err := auth.Admin().CreateUser(context.Background(), "alice", "correct horse battery"); err != nil {
 		log.Fatal(err)
 	}
 	for _, path := range []string{"/api/users/adm/passkey/begin", "/api/users/adm/authenticate"} {

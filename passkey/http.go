@@ -26,7 +26,7 @@ import (
 //
 // Every answer is the envelope of the Authenticator's wire profile, as
 // [nmauth.Authenticator.WriteResponse] writes it; the two finishing logins
-// answer as its user login does ([nmauth.Authenticator.WriteUserLogin]).
+// answer as its user login does ([nmauth.Extension.WriteUserLogin]).
 // The routes that take no bearer or a pre-auth token are under the
 // per-client attempt limit of the login routes
 // ([nmauth.Authenticator.Limit]): a begin, which proves nothing and writes
@@ -97,7 +97,7 @@ type registrationRequest struct {
 
 func (m *Manager) serveBeginRegistration(w http.ResponseWriter, r *http.Request) {
 	var req registrationRequest
-	if err := nmauth.DecodeJSON(w, r, &req); err != nil {
+	if err := m.ext.DecodeJSON(w, r, &req); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -108,7 +108,7 @@ func (m *Manager) serveBeginRegistration(w http.ResponseWriter, r *http.Request)
 
 func (m *Manager) serveFinishRegistration(w http.ResponseWriter, r *http.Request) {
 	var body json.RawMessage
-	if err := nmauth.DecodeJSON(w, r, &body); err != nil {
+	if err := m.ext.DecodeJSON(w, r, &body); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -165,7 +165,7 @@ func (m *Manager) serveFinishSecondFactor(w http.ResponseWriter, r *http.Request
 		return
 	}
 	var body json.RawMessage
-	if err := nmauth.DecodeJSON(w, r, &body); err != nil {
+	if err := m.ext.DecodeJSON(w, r, &body); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -179,7 +179,7 @@ func (m *Manager) serveBeginLogin(w http.ResponseWriter, r *http.Request) {
 
 func (m *Manager) serveFinishLogin(w http.ResponseWriter, r *http.Request) {
 	var body json.RawMessage
-	if err := nmauth.DecodeJSON(w, r, &body); err != nil {
+	if err := m.ext.DecodeJSON(w, r, &body); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -203,6 +203,6 @@ func (m *Manager) login(w http.ResponseWriter, r *http.Request) func(nmauth.User
 			m.writeError(w, r, err)
 			return
 		}
-		m.auth.WriteUserLogin(w, out)
+		m.ext.WriteUserLogin(w, out)
 	}
 }

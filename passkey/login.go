@@ -14,13 +14,13 @@ import (
 // BeginSecondFactor starts a passkey assertion as the second factor of a
 // password login: preAuthToken is the pre-auth token that
 // [nmauth.Authenticator.LoginUser] returned for the user named username,
-// and must still stand ([nmauth.Authenticator.CheckPreAuth]), so that only
+// and must still stand ([nmauth.Extension.CheckPreAuth]), so that only
 // who knows the password learns which passkeys the user has. A user
 // without a passkey is [ErrNoPasskey]. It returns the options for
 // navigator.credentials.get, in the JSON form that
 // PublicKeyCredential.parseRequestOptionsFromJSON reads.
 func (m *Manager) BeginSecondFactor(ctx context.Context, preAuthToken, username string) (*protocol.CredentialAssertion, error) {
-	name, err := m.auth.CheckPreAuth(ctx, preAuthToken, username)
+	name, err := m.ext.CheckPreAuth(ctx, preAuthToken, username)
 	if err != nil {
 		return nil, err
 	}
@@ -44,13 +44,13 @@ func (m *Manager) BeginSecondFactor(ctx context.Context, preAuthToken, username 
 // FinishSecondFactor checks the browser's answer to a challenge of
 // [Manager.BeginSecondFactor], a PublicKeyCredential as JSON, and trades
 // preAuthToken for a user token with
-// [nmauth.Authenticator.RedeemPreAuth]: an assertion that fails
+// [nmauth.Extension.RedeemPreAuth]: an assertion that fails
 // ([ErrAssertion], [ErrSignCount]) counts as a wrong TOTP code does, under
 // the same limits and events. A challenge that is not live, or not this
 // user's, is [ErrChallenge] and counts nothing, since no assertion was
 // checked. Either way the challenge is spent.
 func (m *Manager) FinishSecondFactor(ctx context.Context, preAuthToken, username string, body []byte) (nmauth.UserLogin, error) {
-	name, err := m.auth.CheckPreAuth(ctx, preAuthToken, username)
+	name, err := m.ext.CheckPreAuth(ctx, preAuthToken, username)
 	if err != nil {
 		return nmauth.UserLogin{}, err
 	}
@@ -70,7 +70,7 @@ func (m *Manager) FinishSecondFactor(ctx context.Context, preAuthToken, username
 	if proof != nil && !errors.Is(proof, ErrAssertion) && !errors.Is(proof, ErrSignCount) {
 		return nmauth.UserLogin{}, proof // a fault, not the user's failure
 	}
-	return m.auth.RedeemPreAuth(ctx, preAuthToken, name, proof)
+	return m.ext.RedeemPreAuth(ctx, preAuthToken, name, proof)
 }
 
 // BeginLogin starts a passwordless login ([Config.Passwordless]): the
@@ -97,7 +97,7 @@ func (m *Manager) BeginLogin(ctx context.Context) (*protocol.CredentialAssertion
 
 // FinishLogin checks the browser's answer to a challenge of
 // [Manager.BeginLogin] and logs its user in with
-// [nmauth.Authenticator.IssueUserToken], as having passed a second factor:
+// [nmauth.Extension.LoginVerified], as having passed a second factor:
 // a discoverable passkey with user verification is both. The user is
 // found by the user handle the passkey returns; an assertion without one,
 // or of a passkey nobody has, or that fails verification (user
@@ -121,11 +121,11 @@ func (m *Manager) FinishLogin(ctx context.Context, body []byte) (nmauth.UserLogi
 	}
 	if err := m.verify(ctx, user, rec, parsed, challenge, protocol.VerificationRequired); err != nil {
 		if errors.Is(err, ErrAssertion) || errors.Is(err, ErrSignCount) {
-			m.auth.Emit(ctx, nmauth.Event{Type: EventRefused, Kind: nmauth.KindUser, Name: user.Name})
+			m.ext.Emit(ctx, nmauth.Event{Type: EventRefused, Kind: nmauth.KindUser, Name: user.Name})
 		}
 		return nmauth.UserLogin{}, err
 	}
-	return m.auth.IssueUserToken(ctx, user.Name, true)
+	return m.ext.LoginVerified(ctx, user.Name)
 }
 
 // holder finds the user whose record has the user handle a passkey
@@ -141,7 +141,7 @@ func (m *Manager) holder(ctx context.Context, handle []byte) (nmauth.UserInfo, R
 	if err != nil {
 		return nmauth.UserInfo{}, Record{}, err
 	}
-	user, err := m.auth.LookupUser(ctx, rec.User)
+	user, err := m.auth.Admin().LookupUser(ctx, rec.User)
 	if errors.Is(err, nmauth.ErrNotFound) {
 		return nmauth.UserInfo{}, Record{}, fmt.Errorf("%w: the user is gone", ErrAssertion)
 	}
@@ -172,7 +172,7 @@ func (m *Manager) verify(ctx context.Context, user nmauth.UserInfo, rec Record, 
 	}
 	if errors.Is(err, ErrSignCount) {
 		m.cfg.Logger.Warn("passkey refused: its sign count went backwards", "user", user.Name)
-		m.auth.Emit(ctx, nmauth.Event{Type: EventSignCountRegressed, Kind: nmauth.KindUser, Name: user.Name})
+		m.ext.Emit(ctx, nmauth.Event{Type: EventSignCountRegressed, Kind: nmauth.KindUser, Name: user.Name})
 	}
 	return err
 }

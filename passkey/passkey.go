@@ -22,13 +22,16 @@ import (
 	"github.com/nmauth/nmauth"
 )
 
-// Config configures a [Manager]. Auth, Store, RPID and Origins are required;
+// Config configures a [Manager]. Extension, Store, RPID and Origins are required;
 // every other field has a default, given in its comment, used when the
 // field is left zero.
 type Config struct {
-	// Auth is the Authenticator whose users the passkeys belong to, and
-	// which logs them in. Required.
-	Auth *nmauth.Authenticator
+	// Extension is the capability, registered in the
+	// [nmauth.Config.Extensions] of the Authenticator whose users the
+	// passkeys belong to, through which the Manager logs them in, trades
+	// their pre-auth tokens and writes its audit events. Required, and
+	// registered before [New] is called.
+	Extension *nmauth.Extension
 	// Store keeps the passkeys and the challenges. Required.
 	Store Store
 
@@ -110,7 +113,7 @@ func (c *Config) setDefaults() {
 }
 
 // The audit events a [Manager] passes to [nmauth.Config.OnEvent] through
-// [nmauth.Authenticator.Emit], each naming the user. A second factor's
+// [nmauth.Extension.Emit], each naming the user. A second factor's
 // outcome is the Authenticator's own event ([nmauth.EventSecondFactorPassed]
 // and the others), a passwordless login's [nmauth.EventLoginSucceeded].
 const (
@@ -133,7 +136,8 @@ const (
 // use; build it with [New].
 type Manager struct {
 	cfg   Config
-	auth  *nmauth.Authenticator
+	ext   *nmauth.Extension
+	auth  *nmauth.Authenticator // the one that registered ext
 	store *guardedStore
 	web   *webauthn.WebAuthn
 	// full holds, for each flow the Store last found without room, until
@@ -148,8 +152,11 @@ const fullMemory = time.Second
 
 // New validates cfg, fills its defaults and returns a Manager.
 func New(cfg Config) (*Manager, error) {
-	if cfg.Auth == nil || cfg.Store == nil {
-		return nil, errors.New("passkey: Config.Auth and Config.Store are required")
+	if cfg.Extension == nil || cfg.Store == nil {
+		return nil, errors.New("passkey: Config.Extension and Config.Store are required")
+	}
+	if cfg.Extension.Authenticator() == nil {
+		return nil, fmt.Errorf("passkey: Config.Extension: %w", nmauth.ErrNotRegistered)
 	}
 	cfg.setDefaults()
 	for _, d := range []time.Duration{cfg.ChallengeTTL, cfg.PresenceWindow, cfg.StoreTimeout} {
@@ -186,7 +193,8 @@ func New(cfg Config) (*Manager, error) {
 func newManager(cfg Config, web *webauthn.WebAuthn) *Manager {
 	return &Manager{
 		cfg:   cfg,
-		auth:  cfg.Auth,
+		ext:   cfg.Extension,
+		auth:  cfg.Extension.Authenticator(),
 		store: &guardedStore{Store: cfg.Store, timeout: cfg.StoreTimeout, log: cfg.Logger, now: cfg.Now},
 		web:   web,
 		full:  map[Flow]*atomic.Int64{FlowRegister: {}, FlowSecondFactor: {}, FlowPasswordless: {}},
@@ -226,15 +234,15 @@ func (m *Manager) now() time.Time { return m.cfg.Now() }
 // only, so it can serve as [nmauth.Config.SecondFactor] before the
 // Authenticator and its Manager exist:
 //
-//	store := passkey.NewMemoryStore()
-//	auth, err := nmauth.New(nmauth.Config{..., SecondFactor: passkey.SecondFactor(store)})
-//	pk, err := passkey.New(passkey.Config{Auth: auth, Store: store, ...})
+//	store, ext := passkey.NewMemoryStore(), new(nmauth.Extension)
+//	auth, err := nmauth.New(nmauth.Config{..., SecondFactor: passkey.SecondFactor(store), Extensions: []*nmauth.Extension{ext}})
+//	pk, err := passkey.New(passkey.Config{Extension: ext, Store: store, ...})
 //
 // Give it the same Store as the Manager. It asks the Store under the
 // default [Config.StoreTimeout]; a Store that fails or does not answer in
 // time fails the login with a 503.
 func SecondFactor(s Store) func(ctx context.Context, user nmauth.UserInfo) (bool, error) {
-	g := adminManager(nil, s).store
+	g := newManager(storeOnly(s), nil).store
 	return func(ctx context.Context, user nmauth.UserInfo) (bool, error) {
 		rec, err := g.GetRecord(ctx, user.Name)
 		if errors.Is(err, nmauth.ErrNotFound) {
@@ -260,7 +268,7 @@ func live(rec Record, user nmauth.UserInfo) Record {
 // account reads the user named username and the record of the user's
 // live passkeys; a user without one gets an empty record, not stored.
 func (m *Manager) account(ctx context.Context, username string) (nmauth.UserInfo, Record, error) {
-	user, err := m.auth.LookupUser(ctx, username)
+	user, err := m.auth.Admin().LookupUser(ctx, username)
 	if err != nil {
 		return nmauth.UserInfo{}, Record{}, err
 	}

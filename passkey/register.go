@@ -158,17 +158,17 @@ func (m *Manager) FinishRegistration(ctx context.Context, p nmauth.Principal, us
 	if first {
 		// Before the passkey is stored: should anything after fail, more
 		// is revoked than needed, never less.
-		if err := m.auth.RevokeUserTokens(ctx, user.Name); err != nil {
+		if err := m.auth.Admin().RevokeUserTokens(ctx, user.Name); err != nil {
 			return Registered{}, err
 		}
 	}
 	if err := m.addPasskey(ctx, user, ch.Handle, pk); err != nil {
 		return Registered{}, err
 	}
-	m.auth.Emit(ctx, nmauth.Event{Type: EventAdded, Kind: nmauth.KindUser, Name: user.Name})
+	m.ext.Emit(ctx, nmauth.Event{Type: EventAdded, Kind: nmauth.KindUser, Name: user.Name})
 	out := Registered{Passkey: info(pk)}
 	if first {
-		login, err := m.auth.IssueUserToken(ctx, user.Name, true)
+		login, err := m.ext.LoginVerified(ctx, user.Name)
 		if err != nil {
 			return Registered{}, err
 		}
@@ -264,8 +264,12 @@ func infos(rec Record) []Info {
 // [Manager.Passkeys] does, for an administrator's tool that has no relying
 // party to run ceremonies for (nmauthd's "user passkeys"). The caller
 // checks that the administrator may.
-func ListPasskeys(ctx context.Context, auth *nmauth.Authenticator, s Store, username string) ([]Info, error) {
-	_, rec, err := adminManager(auth, s).account(ctx, username)
+func ListPasskeys(ctx context.Context, ext *nmauth.Extension, s Store, username string) ([]Info, error) {
+	m, err := adminManager(ext, s)
+	if err != nil {
+		return nil, err
+	}
+	_, rec, err := m.account(ctx, username)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +308,7 @@ func (m *Manager) Remove(ctx context.Context, p nmauth.Principal, username, id s
 	if err != nil {
 		return err
 	}
-	m.auth.Emit(ctx, nmauth.Event{Type: EventRemoved, Kind: nmauth.KindUser, Name: user.Name})
+	m.ext.Emit(ctx, nmauth.Event{Type: EventRemoved, Kind: nmauth.KindUser, Name: user.Name})
 	return nil
 }
 
@@ -322,23 +326,39 @@ func (m *Manager) Reset(ctx context.Context, username string) (int, error) {
 	if err := m.store.DeleteRecord(ctx, user.Name); err != nil {
 		return 0, err
 	}
-	if err := m.auth.RevokeUserTokens(ctx, user.Name); err != nil {
+	if err := m.auth.Admin().RevokeUserTokens(ctx, user.Name); err != nil {
 		return 0, err
 	}
-	m.auth.Emit(ctx, nmauth.Event{Type: EventReset, Kind: nmauth.KindUser, Name: user.Name})
+	m.ext.Emit(ctx, nmauth.Event{Type: EventReset, Kind: nmauth.KindUser, Name: user.Name})
 	return len(rec.Passkeys), nil
 }
 
 // ResetPasskeys is [Manager.Reset] for an administrator's tool that has no
 // relying party to run ceremonies for (nmauthd's "user passkeys-reset").
-func ResetPasskeys(ctx context.Context, auth *nmauth.Authenticator, s Store, username string) (int, error) {
-	return adminManager(auth, s).Reset(ctx, username)
+func ResetPasskeys(ctx context.Context, ext *nmauth.Extension, s Store, username string) (int, error) {
+	m, err := adminManager(ext, s)
+	if err != nil {
+		return 0, err
+	}
+	return m.Reset(ctx, username)
 }
 
 // adminManager is a Manager for the administration of stored passkeys
-// only: it has no relying party and runs no ceremony.
-func adminManager(auth *nmauth.Authenticator, s Store) *Manager {
-	cfg := Config{Auth: auth, Store: s}
+// only: it has no relying party and runs no ceremony. ext must be
+// registered.
+func adminManager(ext *nmauth.Extension, s Store) (*Manager, error) {
+	if ext.Authenticator() == nil {
+		return nil, fmt.Errorf("passkey: %w", nmauth.ErrNotRegistered)
+	}
+	cfg := storeOnly(s)
+	cfg.Extension = ext
+	return newManager(cfg, nil), nil
+}
+
+// storeOnly is the Config, with its defaults, of a Manager over s that
+// runs no ceremony.
+func storeOnly(s Store) Config {
+	cfg := Config{Store: s}
 	cfg.setDefaults()
-	return newManager(cfg, nil)
+	return cfg
 }

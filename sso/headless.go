@@ -48,7 +48,7 @@ func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
 	}
 	if n := s.headless.Add(1); n > int64(s.cfg.MaxHeadless) {
 		s.headless.Add(-1)
-		s.cfg.Auth.WriteError(w, r, &nmauth.RetryError{Reason: nmauth.ErrOverloaded, RetryAfter: 10 * time.Second})
+		s.auth.WriteError(w, r, &nmauth.RetryError{Reason: nmauth.ErrOverloaded, RetryAfter: 10 * time.Second})
 		return
 	}
 	defer s.headless.Add(-1)
@@ -122,14 +122,14 @@ func (s *SSO) terminalMessage(ctx context.Context, result string) string {
 // browser by a cookie, until the state's expiry.
 func (s *SSO) answerHeadless(w http.ResponseWriter, r *http.Request, state string, p Pending, name string, status int, err error) {
 	if err == nil {
-		if info, lerr := s.cfg.Auth.LookupUser(r.Context(), name); lerr == nil && info.TOTPEnabled {
+		if info, lerr := s.auth.Admin().LookupUser(r.Context(), name); lerr == nil && info.TOTPEnabled {
 			status, err = http.StatusForbidden, errTerminalSecondFactor
 		}
 	}
 	if err != nil {
 		result := resultRefusal + strings.TrimPrefix(err.Error(), "sso: ")
 		if perr := s.cfg.Store.PutResult(r.Context(), state, result, time.Now().Add(s.cfg.PendingTTL)); perr != nil {
-			s.cfg.Auth.WriteError(w, r, nmauth.ErrStoreUnavailable)
+			s.auth.WriteError(w, r, nmauth.ErrStoreUnavailable)
 			return
 		}
 		s.refuse(w, r, status, err)
@@ -138,7 +138,7 @@ func (s *SSO) answerHeadless(w http.ResponseWriter, r *http.Request, state strin
 	token, binding := randomString(), randomString()
 	c := confirmation{State: state, User: name, Binding: digest(binding), Expires: p.Expires}
 	if perr := s.cfg.Store.PutResult(r.Context(), confirmKey(token), c.encode(), p.Expires); perr != nil {
-		s.cfg.Auth.WriteError(w, r, nmauth.ErrStoreUnavailable)
+		s.auth.WriteError(w, r, nmauth.ErrStoreUnavailable)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: confirmCookie, Value: binding, Path: "/api/oauth/", HttpOnly: true,
@@ -165,19 +165,19 @@ func (s *SSO) serveConfirm(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusBadRequest, errConfirmation)
 		return
 	case err != nil:
-		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+		s.auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
 		return
 	}
 	c, err := decodeConfirmation(text)
 	if err != nil {
-		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrDataFault, err))
+		s.auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrDataFault, err))
 		return
 	}
 	cookie, cerr := r.Cookie(confirmCookie)
 	if cerr != nil || subtle.ConstantTimeCompare([]byte(digest(cookie.Value)), []byte(c.Binding)) != 1 {
 		// Put back as it was: the browser that signed in may still answer.
 		if perr := s.cfg.Store.PutResult(ctx, confirmKey(token), text, c.Expires); perr != nil {
-			s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, perr))
+			s.auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, perr))
 			return
 		}
 		s.refuse(w, r, http.StatusBadRequest, errBinding)
@@ -189,7 +189,7 @@ func (s *SSO) serveConfirm(w http.ResponseWriter, r *http.Request) {
 		result, status, msg = resultRefusal+"the person signed in at the provider refused it", http.StatusOK, "Refused: the terminal gets no login."
 	}
 	if err := s.cfg.Store.PutResult(ctx, c.State, result, c.Expires); err != nil {
-		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+		s.auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
 		return
 	}
 	page(w, status, donePage, msg)

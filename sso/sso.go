@@ -9,7 +9,7 @@
 //
 // An identity links to an nmauth user by its issuer and subject, which a
 // provider keeps when the user's e-mail changes. The login it earns is the
-// one a right password earns ([nmauth.Authenticator.IssueLogin]): a user
+// one a right password earns ([nmauth.Extension.Login]): a user
 // token with the user's revocation, or, for a user with a second factor,
 // a pre-auth token to redeem at verify-totp. It is a package of its own so
 // that an application without single sign-on compiles none of its
@@ -44,8 +44,11 @@ import (
 
 // Config sets up single sign-on with one provider.
 type Config struct {
-	// Auth issues the logins.
-	Auth *nmauth.Authenticator
+	// Extension is the capability, registered in the
+	// [nmauth.Config.Extensions] of the Authenticator whose users log in,
+	// through which the logins are issued and the audit events written.
+	// Required, and registered before [New] or [Open] is called.
+	Extension *nmauth.Extension
 	// Store keeps the pending logins, so that any replica may take the
 	// provider's callback and each state is used once, and the links of
 	// identities to users. Required.
@@ -121,6 +124,7 @@ type Identity struct {
 // SSO serves the routes of single sign-on.
 type SSO struct {
 	cfg      Config
+	auth     *nmauth.Authenticator // the one that registered cfg.Extension
 	headless atomic.Int64
 	secure   bool // the redirect URL is https: the binding cookie is Secure
 	// fullUntil is until when (Unix nanoseconds) logins are refused
@@ -205,8 +209,12 @@ func Open(ctx context.Context, cfg Config) (*SSO, error) {
 func (s *SSO) Ready() bool { return s.provider.Load() != nil }
 
 func newSSO(cfg Config) (*SSO, error) {
-	if cfg.Auth == nil || cfg.Store == nil || cfg.Issuer == "" || cfg.ClientID == "" || cfg.RedirectURL == "" {
-		return nil, errors.New("sso: Auth, Store, Issuer, ClientID and RedirectURL are required")
+	if cfg.Extension == nil || cfg.Store == nil || cfg.Issuer == "" || cfg.ClientID == "" || cfg.RedirectURL == "" {
+		return nil, errors.New("sso: Extension, Store, Issuer, ClientID and RedirectURL are required")
+	}
+	auth := cfg.Extension.Authenticator()
+	if auth == nil {
+		return nil, fmt.Errorf("sso: Config.Extension: %w", nmauth.ErrNotRegistered)
 	}
 	switch {
 	case cfg.ClientSecret == "" && !cfg.PublicClient:
@@ -239,7 +247,7 @@ func newSSO(cfg Config) (*SSO, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sso: RedirectURL: %w", err)
 	}
-	return &SSO{cfg: cfg, secure: redirect.Scheme == "https"}, nil
+	return &SSO{cfg: cfg, auth: auth, secure: redirect.Scheme == "https"}, nil
 }
 
 // discover reads the provider's discovery document.
@@ -311,7 +319,7 @@ func (s *SSO) ready(w http.ResponseWriter, r *http.Request) *provider {
 		return p
 	}
 	wait := max(time.Second, time.Until(time.Unix(0, s.retryAt.Load())))
-	s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", errNoProvider,
+	s.auth.WriteError(w, r, fmt.Errorf("%w: %w", errNoProvider,
 		&nmauth.RetryError{Reason: nmauth.ErrStoreUnavailable, RetryAfter: wait}))
 	return nil
 }
@@ -326,7 +334,7 @@ func (s *SSO) Handler() http.Handler {
 	// Until discovery works, the routes answer 503 before the limit
 	// counts anything: the provider's outage is no client's attempt.
 	limit := func(h http.Handler) http.Handler {
-		limited := s.cfg.Auth.Limit(h)
+		limited := s.auth.Limit(h)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if s.ready(w, r) != nil {
 				limited.ServeHTTP(w, r)
@@ -348,21 +356,26 @@ const EventLinked nmauth.EventType = "sso.linked"
 // Link links an identity to an existing user, so that it logs in as that
 // user. An identity links to one user; linking it again moves it.
 func (s *SSO) Link(ctx context.Context, issuer, subject, username string) error {
-	return LinkUser(ctx, s.cfg.Auth, s.cfg.Store, issuer, subject, username)
+	return LinkUser(ctx, s.cfg.Extension, s.cfg.Store, issuer, subject, username)
 }
 
 // LinkUser is [SSO.Link] for an administrator's tool that runs no single
-// sign-on itself (nmauthd's "user sso-link"), over auth's users and the
-// links of store. It emits [EventLinked] through auth.
-func LinkUser(ctx context.Context, auth *nmauth.Authenticator, store Store, issuer, subject, username string) error {
-	info, err := auth.LookupUser(ctx, username)
+// sign-on itself (nmauthd's "user sso-link"), over the users of the
+// Authenticator that registered ext and the links of store. It emits
+// [EventLinked] through ext.
+func LinkUser(ctx context.Context, ext *nmauth.Extension, store Store, issuer, subject, username string) error {
+	auth := ext.Authenticator()
+	if auth == nil {
+		return fmt.Errorf("sso: %w", nmauth.ErrNotRegistered)
+	}
+	info, err := auth.Admin().LookupUser(ctx, username)
 	if err != nil {
 		return err
 	}
 	if err := store.AddLink(ctx, issuer, subject, info.Name); err != nil {
 		return err
 	}
-	auth.Emit(ctx, nmauth.Event{Type: EventLinked, Kind: nmauth.KindUser, Name: info.Name})
+	ext.Emit(ctx, nmauth.Event{Type: EventLinked, Kind: nmauth.KindUser, Name: info.Name})
 	return nil
 }
 
@@ -401,10 +414,10 @@ const fullRetryAfter = "10"
 func (s *SSO) refuseBegin(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, ErrPendingFull) {
 		w.Header().Set("Retry-After", fullRetryAfter)
-		s.cfg.Auth.WriteResponse(w, r, http.StatusServiceUnavailable, "too many logins under way, try again later", nil)
+		s.auth.WriteResponse(w, r, http.StatusServiceUnavailable, "too many logins under way, try again later", nil)
 		return
 	}
-	s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+	s.auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
 }
 
 func (s *SSO) serveLogin(w http.ResponseWriter, r *http.Request) {
@@ -437,7 +450,7 @@ func (s *SSO) serveCallback(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusBadRequest, errState)
 		return
 	case err != nil:
-		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+		s.auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
 		return
 	}
 	if !p.Headless {
@@ -468,7 +481,7 @@ func (s *SSO) serveCallback(w http.ResponseWriter, r *http.Request) {
 // issue issues the login of the user name, with the status to refuse
 // with.
 func (s *SSO) issue(ctx context.Context, name string) (nmauth.UserLogin, int, error) {
-	login, err := s.cfg.Auth.IssueLogin(ctx, name)
+	login, err := s.cfg.Extension.Login(ctx, name)
 	if errors.Is(err, nmauth.ErrInvalidCredentials) {
 		return nmauth.UserLogin{}, http.StatusForbidden, fmt.Errorf("%w: the user is disabled", errRefused)
 	}
@@ -590,14 +603,14 @@ func (s *SSO) user(ctx context.Context, id Identity) (string, error) {
 	}
 	// The user's password is random and never shown: the user logs in
 	// through the provider, or has one set by an administrator.
-	err = s.cfg.Auth.CreateUser(ctx, want, randomString()+randomString())
+	err = s.auth.Admin().CreateUser(ctx, want, randomString()+randomString())
 	if errors.Is(err, nmauth.ErrExists) {
 		return "", errTaken
 	}
 	if err != nil {
 		return "", err
 	}
-	info, err := s.cfg.Auth.LookupUser(ctx, want)
+	info, err := s.auth.Admin().LookupUser(ctx, want)
 	if err != nil {
 		return "", err
 	}
@@ -620,10 +633,10 @@ func statusOf(err error) int {
 // refuse answers a refused callback in the wire profile's envelope.
 func (s *SSO) refuse(w http.ResponseWriter, r *http.Request, status int, err error) {
 	if status >= 500 {
-		s.cfg.Auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
+		s.auth.WriteError(w, r, fmt.Errorf("%w: %w", nmauth.ErrStoreUnavailable, err))
 		return
 	}
-	s.cfg.Auth.WriteResponse(w, r, status, strings.TrimPrefix(err.Error(), "sso: "), nil)
+	s.auth.WriteResponse(w, r, status, strings.TrimPrefix(err.Error(), "sso: "), nil)
 }
 
 // fragment is the login in a URL fragment.

@@ -16,13 +16,13 @@ func TestCreateUserNamedByEmail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &SSO{cfg: Config{Auth: auth, Store: NewMemoryStore(), CreateUsers: true}}
+	s := &SSO{cfg: Config{Store: NewMemoryStore(), CreateUsers: true}, auth: auth}
 	ctx := context.Background()
 	id := Identity{Issuer: "https://op", Subject: "s1", Email: "dave@example.com", Claims: map[string]any{"email": "dave@example.com"}}
 	if _, err := s.user(ctx, id); !errors.Is(err, errDomain) {
 		t.Fatalf("an unverified e-mail as the name: %v, want a refusal", err)
 	}
-	if users, _ := auth.ListUsers(ctx, "", 10); len(users) != 0 {
+	if users, _ := auth.Admin().ListUsers(ctx, "", 10); len(users) != 0 {
 		t.Fatalf("a user was made: %v", users)
 	}
 	id.EmailVerified = true

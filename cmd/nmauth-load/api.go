@@ -151,14 +151,14 @@ func userPath(name, action string) string {
 }
 
 func (a *api) loginRequest(ctx context.Context, user, password string) (*http.Request, error) {
-	return a.newRequest(ctx, http.MethodPost, "/api/users/adm/authenticate", "", nmauth.UserAuthRequest{Username: user, Password: password})
+	return a.newRequest(ctx, http.MethodPost, "/api/users/adm/authenticate", "", userAuthRequest{Username: user, Password: password})
 }
 
 // login logs a user in once, retrying while the server answers 429 or 503.
 func (a *api) login(ctx context.Context, user, password string) (nmauth.UserLogin, error) {
 	for attempt := 0; ; attempt++ {
 		var env envelope
-		err := a.call(ctx, http.MethodPost, "/api/users/adm/authenticate", "", nmauth.UserAuthRequest{Username: user, Password: password}, &env)
+		err := a.call(ctx, http.MethodPost, "/api/users/adm/authenticate", "", userAuthRequest{Username: user, Password: password}, &env)
 		if err == nil {
 			var out nmauth.UserLogin
 			if err := json.Unmarshal(env.Response, &out); err != nil {
@@ -196,7 +196,7 @@ func (a *api) initTOTP(ctx context.Context, bearer, user string) (nmauth.Enrollm
 
 func (a *api) completeTOTP(ctx context.Context, bearer, user string, e nmauth.Enrollment, code string) error {
 	var env envelope
-	body := nmauth.TOTPRequest{URL: e.URL, Signature: e.Signature, TOTP: code}
+	body := totpRequest{URL: e.URL, Signature: e.Signature, TOTP: code}
 	return a.call(ctx, http.MethodPost, userPath(user, "complete-totp"), bearer, body, &env)
 }
 
@@ -210,3 +210,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// The request bodies of the wire spec that the load sends.
+type (
+	userAuthRequest struct {
+		Username string `json:"username"`
+		Password string `json:"password"`
+	}
+	hostAuthRequest struct {
+		ID         string `json:"id"`
+		MACAddress string `json:"macaddress"`
+		Password   string `json:"password"`
+	}
+	totpRequest struct {
+		URL       string `json:"otp_auth_url"`
+		Signature string `json:"otp_auth_url_signature"`
+		TOTP      string `json:"totp"`
+	}
+)

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/nmauth/nmauth"
 )
 
 // rightLoginBound is the time within which a right login under a flood
@@ -50,7 +48,7 @@ func hostBurst(ctx context.Context, o *options, base *api, log io.Writer) (*resu
 		go func(i int, st *workerStats) {
 			defer done.Done()
 			st.statuses = map[int]int{}
-			body := nmauth.HostAuthRequest{ID: fleetHostID(o.fleetPrefix, i), Password: o.fleetPassword}
+			body := hostAuthRequest{ID: fleetHostID(o.fleetPrefix, i), Password: o.fleetPassword}
 			ready.Done()
 			<-start
 			for first := true; ctx.Err() == nil && (first || time.Now().Before(deadline)); first = false {

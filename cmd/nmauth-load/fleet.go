@@ -68,7 +68,7 @@ func (f *fleet) source(ctx context.Context) (*requestSpec, error) {
 	}
 	f.logins.Add(1)
 	id := fleetHostID(f.prefix, i)
-	req, err := f.a.newRequest(ctx, http.MethodPost, "/api/hosts/adm/authenticate", "", nmauth.HostAuthRequest{ID: id, Password: f.password})
+	req, err := f.a.newRequest(ctx, http.MethodPost, "/api/hosts/adm/authenticate", "", hostAuthRequest{ID: id, Password: f.password})
 	return &requestSpec{req: req, from: i, answered: func(ans answer) { f.keep(h, ans) }}, err
 }
 
@@ -116,7 +116,7 @@ func seedFleet(ctx context.Context, o *options, auth *nmauth.Authenticator, stor
 		return errors.New("-serve with -fleet-hosts needs -fleet-password or NMAUTH_LOAD_FLEET_PASSWORD")
 	}
 	first := fleetHostID(o.fleetPrefix, 0)
-	if err := auth.CreateHost(ctx, first, "", o.fleetPassword); err != nil {
+	if err := auth.Admin().CreateHost(ctx, first, "", o.fleetPassword); err != nil {
 		return err
 	}
 	h, err := store.GetHost(ctx, first)
@@ -129,7 +129,7 @@ func seedFleet(ctx context.Context, o *options, auth *nmauth.Authenticator, stor
 		if shared {
 			err = store.CreateHost(ctx, h)
 		} else {
-			err = auth.CreateHost(ctx, h.ID, "", o.fleetPassword)
+			err = auth.Admin().CreateHost(ctx, h.ID, "", o.fleetPassword)
 		}
 		if err != nil {
 			return err

@@ -81,11 +81,11 @@ func testServer(t *testing.T, totpUsers int, tweak func(*nmauth.Config)) *httpte
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := auth.CreateUser(ctx, testUser, testPassword); err != nil {
+	if err := auth.Admin().CreateUser(ctx, testUser, testPassword); err != nil {
 		t.Fatal(err)
 	}
 	for i := range totpUsers {
-		if err := auth.CreateUser(ctx, fmt.Sprintf("load-%04d", i), testTOTPPassword); err != nil {
+		if err := auth.Admin().CreateUser(ctx, fmt.Sprintf("load-%04d", i), testTOTPPassword); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -106,7 +106,7 @@ func seedUsers(ctx context.Context, o *options, auth *nmauth.Authenticator, out 
 			o.password = randomHex(8)
 			fmt.Fprintf(out, "user: %s / %s\n", o.user, o.password)
 		}
-		if err := auth.CreateUser(ctx, o.user, o.password); err != nil {
+		if err := auth.Admin().CreateUser(ctx, o.user, o.password); err != nil {
 			return fmt.Errorf("creating %s: %w", o.user, err)
 		}
 	}
@@ -118,7 +118,7 @@ func seedUsers(ctx context.Context, o *options, auth *nmauth.Authenticator, out 
 		return errors.New("-serve with TOTP users needs -totp-password or NMAUTH_LOAD_TOTP_PASSWORD")
 	}
 	err := forEach(ctx, len(names), max(o.bounds.clients, 1), func(i int) error {
-		return auth.CreateUser(ctx, names[i], o.totpPassword)
+		return auth.Admin().CreateUser(ctx, names[i], o.totpPassword)
 	})
 	if err != nil {
 		return err

@@ -42,7 +42,7 @@ func userAdd(ctx context.Context, c *cli, o *options, args []string) error {
 		return errors.New("user add: no password on stdin")
 	}
 	return c.withBackend(ctx, o, func(b *backend) error {
-		if err := b.auth.CreateUser(ctx, name, password); err != nil {
+		if err := b.auth.Admin().CreateUser(ctx, name, password); err != nil {
 			return adminError("user", name, err)
 		}
 		fmt.Fprintf(c.stdout, "user %q added\n", name)
@@ -110,7 +110,7 @@ func userPasswd(ctx context.Context, c *cli, o *options, args []string) error {
 		return errors.New("user passwd: no password on stdin")
 	}
 	return c.withBackend(ctx, o, func(b *backend) error {
-		if err := b.auth.SetUserPassword(ctx, name, password); err != nil {
+		if err := b.auth.Admin().SetUserPassword(ctx, name, password); err != nil {
 			return adminError("user", name, err)
 		}
 		fmt.Fprintf(c.stdout, "user %q has a new password; their tokens are revoked\n", name)
@@ -120,7 +120,7 @@ func userPasswd(ctx context.Context, c *cli, o *options, args []string) error {
 
 func userDisable(ctx context.Context, c *cli, o *options, args []string) error {
 	return c.withBackend(ctx, o, func(b *backend) error {
-		if err := b.auth.DisableUser(ctx, args[0]); err != nil {
+		if err := b.auth.Admin().DisableUser(ctx, args[0]); err != nil {
 			return adminError("user", args[0], err)
 		}
 		fmt.Fprintf(c.stdout, "user %q disabled; their tokens are revoked\n", args[0])
@@ -130,7 +130,7 @@ func userDisable(ctx context.Context, c *cli, o *options, args []string) error {
 
 func userTOTPReset(ctx context.Context, c *cli, o *options, args []string) error {
 	return c.withBackend(ctx, o, func(b *backend) error {
-		if err := b.auth.ResetTOTP(ctx, args[0]); err != nil {
+		if err := b.auth.Admin().ResetTOTP(ctx, args[0]); err != nil {
 			return adminError("user", args[0], err)
 		}
 		fmt.Fprintf(c.stdout, "user %q has TOTP off; their tokens are revoked\n", args[0])
@@ -160,7 +160,7 @@ func hostAdd(ctx context.Context, c *cli, o *options, args []string) error {
 		id = prepared
 	}
 	return c.withBackend(ctx, o, func(b *backend) error {
-		if err := b.auth.CreateHost(ctx, id, o.mac, password); err != nil {
+		if err := b.auth.Admin().CreateHost(ctx, id, o.mac, password); err != nil {
 			return adminError("host", id, err)
 		}
 		for _, network := range o.networks {
@@ -179,12 +179,12 @@ func hostAdd(ctx context.Context, c *cli, o *options, args []string) error {
 
 func reseal(ctx context.Context, c *cli, o *options, _ []string) error {
 	return c.withBackend(ctx, o, func(b *backend) error {
-		n, err := b.auth.ResealTOTPSecrets(ctx)
+		n, err := b.auth.Admin().ResealTOTPSecrets(ctx)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "resealed %d TOTP secrets under the first root secret\n", n)
-		hosts, err := b.auth.HostsUnderOlderSecrets(ctx)
+		hosts, err := b.auth.Admin().HostsUnderOlderSecrets(ctx)
 		if err != nil {
 			return err
 		}

@@ -61,11 +61,11 @@ func addAdminRoutes(mux *http.ServeMux, auth *nmauth.Authenticator, log *slog.Lo
 	}
 	handle("GET /api/admin/users", a.listUsers)
 	handle("GET /api/admin/hosts", a.listHosts)
-	handle("POST /api/admin/users/{username}/disable", a.userAction("user disabled", auth.DisableUser))
-	handle("POST /api/admin/users/{username}/enable", a.userAction("user enabled", auth.EnableUser))
-	handle("POST /api/admin/users/{username}/totp-reset", a.userAction("TOTP reset", auth.ResetTOTP))
-	handle("POST /api/admin/hosts/{id}/disable", a.hostAction("host disabled", auth.DisableHost))
-	handle("POST /api/admin/hosts/{id}/enable", a.hostAction("host enabled", auth.EnableHost))
+	handle("POST /api/admin/users/{username}/disable", a.userAction("user disabled", auth.Admin().DisableUser))
+	handle("POST /api/admin/users/{username}/enable", a.userAction("user enabled", auth.Admin().EnableUser))
+	handle("POST /api/admin/users/{username}/totp-reset", a.userAction("TOTP reset", auth.Admin().ResetTOTP))
+	handle("POST /api/admin/hosts/{id}/disable", a.hostAction("host disabled", auth.Admin().DisableHost))
+	handle("POST /api/admin/hosts/{id}/enable", a.hostAction("host enabled", auth.Admin().EnableHost))
 }
 
 type adminAPI struct {
@@ -110,7 +110,7 @@ func (a *adminAPI) listUsers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// One more than the page tells whether there is a next page.
-	users, err := a.auth.ListUsers(r.Context(), after, limit+1)
+	users, err := a.auth.Admin().ListUsers(r.Context(), after, limit+1)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -138,7 +138,7 @@ func (a *adminAPI) listHosts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	hosts, err := a.auth.ListHosts(r.Context(), after, limit+1)
+	hosts, err := a.auth.Admin().ListHosts(r.Context(), after, limit+1)
 	if err != nil {
 		a.fail(w, r, err)
 		return

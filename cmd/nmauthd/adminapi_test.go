@@ -78,12 +78,12 @@ func newAdminServerIn(t *testing.T, wire nmauth.WireProfile, users, hosts []stri
 	}
 	s.auth = auth
 	for _, u := range users {
-		if err := auth.CreateUser(ctx, u, adminTestPassword); err != nil {
+		if err := auth.Admin().CreateUser(ctx, u, adminTestPassword); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, h := range hosts {
-		if err := auth.CreateHost(ctx, h, "", adminTestPassword); err != nil {
+		if err := auth.Admin().CreateHost(ctx, h, "", adminTestPassword); err != nil {
 			t.Fatal(err)
 		}
 	}

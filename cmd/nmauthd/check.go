@@ -12,7 +12,7 @@ import (
 // the server runs on while an administrator repairs it.
 func check(ctx context.Context, c *cli, o *options, _ []string) error {
 	return c.withBackend(ctx, o, func(b *backend) error {
-		broken, err := b.auth.BrokenRecords(ctx)
+		broken, err := b.auth.Admin().BrokenRecords(ctx)
 		if err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
@@ -21,7 +21,7 @@ func check(ctx context.Context, c *cli, o *options, _ []string) error {
 			return nil
 		}
 		if o.repair {
-			if broken, err = b.auth.RepairRecords(ctx); err != nil {
+			if broken, err = b.auth.Admin().RepairRecords(ctx); err != nil {
 				return fmt.Errorf("check --repair: %d repaired before: %w", len(broken), err)
 			}
 		}

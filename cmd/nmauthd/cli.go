@@ -179,7 +179,7 @@ func (c *cli) run(args []string) int {
 	if cmd.name != "serve" {
 		// Whoever runs an admin command holds the database, as the master
 		// key's holder does: its audit events name the master key.
-		ctx = nmauth.NewContext(ctx, master)
+		ctx = nmauth.WithActor(ctx, master)
 	}
 	err = cmd.run(ctx, c, o, rest)
 	c.logOut.Close()

@@ -81,7 +81,7 @@ func devPageURL(addr net.Addr) string {
 // passwords; created is false when another process made the user first.
 func createDemoAccounts(ctx context.Context, auth *nmauth.Authenticator, out io.Writer, baseURL string) (created bool, err error) {
 	userPassword, hostPassword := rand.Text(), rand.Text()
-	err = auth.CreateUser(ctx, demoUser, userPassword)
+	err = auth.Admin().CreateUser(ctx, demoUser, userPassword)
 	if errors.Is(err, nmauth.ErrExists) {
 		return false, nil // another process seeded the database meanwhile
 	}
@@ -93,7 +93,7 @@ func createDemoAccounts(ctx context.Context, auth *nmauth.Authenticator, out io.
 	fmt.Fprintf(out, "export NMAUTH_URL=%s\n", baseURL)
 	fmt.Fprintf(out, "export DEMO_USER=%s\n", demoUser)
 	fmt.Fprintf(out, "export DEMO_PASSWORD=%s\n", userPassword)
-	switch err := auth.CreateHost(ctx, demoHost, "", hostPassword); {
+	switch err := auth.Admin().CreateHost(ctx, demoHost, "", hostPassword); {
 	case err == nil:
 		fmt.Fprintf(out, "export DEMO_HOST=%s\n", demoHost)
 		fmt.Fprintf(out, "export DEMO_HOST_PASSWORD=%s\n", hostPassword)

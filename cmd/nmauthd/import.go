@@ -86,9 +86,9 @@ func (im *importer) user(ctx context.Context, where string, u nmauth.ImportedUse
 	var r nmauth.ImportResult
 	var err error
 	if im.dryRun {
-		r, err = im.b.auth.PlanUserImport(ctx, u)
+		r, err = im.b.auth.Admin().PlanUserImport(ctx, u)
 	} else {
-		r, err = im.b.auth.ImportUser(ctx, u)
+		r, err = im.b.auth.Admin().ImportUser(ctx, u)
 	}
 	if err != nil {
 		im.skip("user", where, importReason(err))
@@ -104,11 +104,11 @@ func (im *importer) host(ctx context.Context, where string, h nmauth.ImportedHos
 	var err error
 	switch {
 	case im.dryRun && im.b.db == nil:
-		r, err = im.b.auth.PlanHostImport(ctx, h, nil)
+		r, err = im.b.auth.Admin().PlanHostImport(ctx, h, nil)
 	case im.dryRun:
-		r, err = im.b.auth.PlanHostImport(ctx, h, im.b.db.isMember)
+		r, err = im.b.auth.Admin().PlanHostImport(ctx, h, im.b.db.isMember)
 	default:
-		r, err = im.b.auth.ImportHost(ctx, h, im.b.db.addMembership)
+		r, err = im.b.auth.Admin().ImportHost(ctx, h, im.b.db.addMembership)
 	}
 	if err != nil {
 		im.skip("host", where, importReason(err))

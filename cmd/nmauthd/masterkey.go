@@ -48,7 +48,7 @@ func loadMasterKey(getenv func(string) string, dir string, dev bool, log *slog.L
 	switch {
 	case errors.Is(err, nmauth.ErrInsecureMasterKey):
 		return nil, "", fmt.Errorf("%w (from %s); set %s or server.masterkey in %s to a random value of at least %d characters; %s",
-			err, rel, envMasterKey, rel, nmauth.MinMasterKeyLen, tryDev)
+			err, rel, envMasterKey, rel, 32, tryDev)
 	case err != nil:
 		return nil, "", fmt.Errorf("no usable master key: %w; set %s or server.masterkey in %s", err, envMasterKey, rel)
 	case mk != nil:

@@ -57,7 +57,7 @@ func addPasskeyRoutes(mux *http.ServeMux, b *backend, o *options, addr net.Addr,
 		return err
 	}
 	pk, err := passkey.New(passkey.Config{
-		Auth:         b.auth,
+		Extension:    b.passkeys,
 		Store:        b.db.passkeys,
 		RPID:         rpID,
 		RPName:       "nmauth",
@@ -79,7 +79,7 @@ func addPasskeyRoutes(mux *http.ServeMux, b *backend, o *options, addr net.Addr,
 // userPasskeys lists a user's passkeys.
 func userPasskeys(ctx context.Context, c *cli, o *options, args []string) error {
 	return c.withBackend(ctx, o, func(b *backend) error {
-		list, err := passkey.ListPasskeys(ctx, b.auth, b.db.passkeys, args[0])
+		list, err := passkey.ListPasskeys(ctx, b.passkeys, b.db.passkeys, args[0])
 		if err != nil {
 			return adminError("user", args[0], err)
 		}
@@ -97,7 +97,7 @@ func userPasskeys(ctx context.Context, c *cli, o *options, args []string) error 
 // userPasskeysReset removes all of a user's passkeys.
 func userPasskeysReset(ctx context.Context, c *cli, o *options, args []string) error {
 	return c.withBackend(ctx, o, func(b *backend) error {
-		n, err := passkey.ResetPasskeys(ctx, b.auth, b.db.passkeys, args[0])
+		n, err := passkey.ResetPasskeys(ctx, b.passkeys, b.db.passkeys, args[0])
 		if err != nil {
 			return adminError("user", args[0], err)
 		}

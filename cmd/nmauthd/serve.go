@@ -20,7 +20,9 @@ import (
 )
 
 // Server timeouts: a client that sends its request slowly, or never reads
-// the answer, cannot hold a connection open for long.
+// the answer, cannot hold a connection open for long. A read the server
+// starts only after its deadline still takes the bytes that had arrived
+// (see lateReadConn), so a starved CPU does not cut off a prompt client.
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 15 * time.Second
@@ -207,7 +209,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	if o.accessLog {
 		h = logRequests(c.log, h)
 	}
-	return runServer(ctx, newHTTPServer(h, c.log), ln, c.log)
+	return runServer(ctx, newHTTPServer(h, c.log), ln, c.log, b.auth.Shutdown)
 }
 
 // corsHeaders are the request headers a web UI on another origin may send:
@@ -229,6 +231,7 @@ func withCORS(h http.Handler, origins []string) http.Handler {
 	}).Handler(h)
 }
 
+// listen listens on addr; its connections are lateReadConns.
 func listen(addr string, dev bool) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -238,15 +241,20 @@ func listen(addr string, dev bool) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("--dev listens on loopback only, and %s is not", ln.Addr())
 	}
-	return ln, nil
+	return lateReadListener{ln}, nil
 }
 
-func runServer(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger) error {
+// runServer serves until ctx ends, then shuts srv down and, once no
+// request runs, calls drain, which makes the writes the Authenticator
+// still holds (see nmauth.Authenticator.Shutdown).
+func runServer(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger, drain func(context.Context) error) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		return err
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, drain(sctx))
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "timeout", shutdownTimeout)
@@ -256,6 +264,7 @@ func runServer(ctx context.Context, srv *http.Server, ln net.Listener, log *slog
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
+	err = errors.Join(err, drain(sctx))
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
@@ -267,6 +276,9 @@ func runServer(ctx context.Context, srv *http.Server, ln net.Listener, log *slog
 type backend struct {
 	auth *nmauth.Authenticator
 	db   *database
+	// passkeys and sso are the powers of the passkey and single sign-on
+	// routes and admin commands, registered with auth.
+	passkeys, sso *nmauth.Extension
 	// secretSource says where the root secrets came from, for the log.
 	secretSource string
 }
@@ -312,7 +324,9 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 	if err != nil {
 		return nil, fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
 	}
+	passkeys, sso := new(nmauth.Extension), new(nmauth.Extension)
 	cfg := nmauth.Config{
+		Extensions: []*nmauth.Extension{passkeys, sso},
 		Store:      db,
 		Secrets:    secrets.secrets,
 		MasterKey:  master,
@@ -343,5 +357,5 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 	} else if err != nil {
 		return nil, fmt.Errorf("checking the root secret against %s: %w", db.name, err)
 	}
-	return &backend{auth: auth, db: db, secretSource: secrets.source}, nil
+	return &backend{auth: auth, db: db, passkeys: passkeys, sso: sso, secretSource: secrets.source}, nil
 }

@@ -57,7 +57,7 @@ func addSSORoutes(ctx context.Context, mux *http.ServeMux, b *backend, o *option
 		return fmt.Errorf("single sign-on tables: %w", err)
 	}
 	s, err := sso.Open(ctx, sso.Config{
-		Auth: b.auth, Store: store,
+		Extension: b.sso, Store: store,
 		Issuer: o.ssoIssuer, ClientID: o.ssoClientID, ClientSecret: getenv(envSSOClientSecret), PublicClient: o.ssoPublicClient,
 		RedirectURL: o.ssoRedirectURL, CreateUsers: o.ssoCreateUsers,
 		AllowedDomains: o.ssoDomains, RequiredGroup: o.ssoGroup,
@@ -86,7 +86,7 @@ func addSSORoutes(ctx context.Context, mux *http.ServeMux, b *backend, o *option
 func userSSOLink(ctx context.Context, c *cli, o *options, args []string) error {
 	name, issuer, subject := args[0], args[1], args[2]
 	return c.withBackend(ctx, o, func(b *backend) error {
-		info, err := b.auth.LookupUser(ctx, name)
+		info, err := b.auth.Admin().LookupUser(ctx, name)
 		if err != nil {
 			return adminError("user", name, err)
 		}
@@ -94,7 +94,7 @@ func userSSOLink(ctx context.Context, c *cli, o *options, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := sso.LinkUser(ctx, b.auth, store, issuer, subject, info.Name); err != nil {
+		if err := sso.LinkUser(ctx, b.sso, store, issuer, subject, info.Name); err != nil {
 			return adminError("user", name, err)
 		}
 		fmt.Fprintf(c.stdout, "user %q: single sign-on as %s at %s\n", info.Name, subject, issuer)

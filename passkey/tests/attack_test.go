@@ -150,7 +150,7 @@ func TestAttacksOnPasswordlessLogin(t *testing.T) {
 			return p.ka.get(t, c)
 		}},
 		{"a registration's challenge", http.StatusBadRequest, func(t *testing.T, p pair) []byte {
-			tok, err := p.h.auth.IssueUserToken(context.Background(), "alice", true)
+			tok, err := p.h.ext.LoginVerified(context.Background(), "alice")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +287,7 @@ func TestAttacksOnRegistration(t *testing.T) {
 	h := newHarness(t, options{passwordless: true})
 	h.addUser("alice")
 	h.addUser("bob")
-	tok, err := h.auth.IssueUserToken(context.Background(), "alice", false)
+	tok, err := h.ext.Login(context.Background(), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestAttacksOnRegistration(t *testing.T) {
 		wantStatus(t, h.post("/api/users/alice/passkeys/register/finish", tok.AuthToken, answer), http.StatusOK)
 		// The first passkey revoked alice's tokens; her fresh one
 		// replays the same answer.
-		fresh, err := h.auth.IssueUserToken(context.Background(), "alice", true)
+		fresh, err := h.ext.LoginVerified(context.Background(), "alice")
 		if err != nil {
 			t.Fatal(err)
 		}

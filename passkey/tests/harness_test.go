@@ -180,6 +180,7 @@ type harness struct {
 	users  nmauth.Store
 	store  passkey.Store
 	auth   *nmauth.Authenticator
+	ext    *nmauth.Extension // registered with auth, given to pk
 	pk     *passkey.Manager
 	srv    *httptest.Server
 	events *eventLog
@@ -221,7 +222,9 @@ func newHarness(t testing.TB, o options) *harness {
 	if o.clientLimit {
 		rate = 0
 	}
+	h.ext = new(nmauth.Extension)
 	h.auth, err = nmauth.New(nmauth.Config{
+		Extensions:   []*nmauth.Extension{h.ext},
 		Store:        o.users,
 		Secrets:      [][]byte{bytes.Repeat([]byte{7}, 32)},
 		MasterKey:    mk,
@@ -236,7 +239,7 @@ func newHarness(t testing.TB, o options) *harness {
 		t.Fatal(err)
 	}
 	h.pk, err = passkey.New(passkey.Config{
-		Auth:          h.auth,
+		Extension:     h.ext,
 		Store:         o.store,
 		RPID:          testRPID,
 		RPName:        "nmauth tests",
@@ -257,7 +260,7 @@ func newHarness(t testing.TB, o options) *harness {
 
 func (h *harness) addUser(name string) {
 	h.t.Helper()
-	if err := h.auth.CreateUser(context.Background(), name, testPassword); err != nil {
+	if err := h.auth.Admin().CreateUser(context.Background(), name, testPassword); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -406,6 +409,29 @@ func (h *harness) passwordLogin(name string) (token string, preAuth bool) {
 }
 
 // userToken logs a user without a second factor in and returns the token.
+// plainUserToken is a user token that passed no second factor, for the
+// user named name even when the user has a passkey: an application's own
+// Authenticator over the same users and root secret, which does not ask
+// about passkeys, mints it.
+func (h *harness) plainUserToken(name string) string {
+	h.t.Helper()
+	ext := new(nmauth.Extension)
+	if _, err := nmauth.New(nmauth.Config{
+		Extensions: []*nmauth.Extension{ext},
+		Store:      h.users,
+		Secrets:    [][]byte{bytes.Repeat([]byte{7}, 32)},
+		Now:        h.clock.Now,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+	tok, err := ext.Login(context.Background(), name)
+	if err != nil || tok.AuthToken == "" {
+		h.t.Fatalf("a plain user token for %s: %+v, %v", name, tok, err)
+	}
+	return tok.AuthToken
+}
+
 func (h *harness) userToken(name string) string {
 	h.t.Helper()
 	tok, pre := h.passwordLogin(name)

@@ -84,7 +84,7 @@ func TestRecoveryCodesBesidePasskeys(t *testing.T) {
 	h := newHarness(t, options{})
 	h.addUser("alice")
 	ctx := context.Background()
-	tok, err := h.auth.IssueUserToken(ctx, "alice", false)
+	tok, err := h.ext.Login(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestRecoveryCodesBesidePasskeys(t *testing.T) {
 	pre, _ := h.passwordLogin("alice")
 	r := h.post("/api/users/alice/auth/verify-totp", pre, map[string]string{"totp": completion.RecoveryCodes[0]})
 	wantStatus(t, r, http.StatusOK)
-	if n, _ := h.auth.RecoveryCodesLeft(ctx, "alice"); n != len(completion.RecoveryCodes)-1 {
+	if n, _ := h.auth.Admin().RecoveryCodesLeft(ctx, "alice"); n != len(completion.RecoveryCodes)-1 {
 		t.Errorf("%d recovery codes left, want %d", n, len(completion.RecoveryCodes)-1)
 	}
 }

@@ -94,11 +94,8 @@ func TestAddingNeedsPresence(t *testing.T) {
 	wantSame(t, before, h.state("alice"))
 	// A user token that passed no second factor at all, minted by the
 	// application, is no proof either.
-	plain, err := h.auth.IssueUserToken(context.Background(), "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantError(t, h.post("/api/users/alice/passkeys/register/begin", plain.AuthToken, map[string]string{"name": "phone"}), http.StatusForbidden)
+	plain := h.plainUserToken("alice")
+	wantError(t, h.post("/api/users/alice/passkeys/register/begin", plain, map[string]string{"name": "phone"}), http.StatusForbidden)
 	recent := h.secondFactorLogin(t, "alice", k)
 	for _, name := range []string{"", "   ", strings.Repeat("a", 65), "tab\there", "\u202enul\x00"} {
 		r := h.post("/api/users/alice/passkeys/register/begin", recent, map[string]string{"name": name})
@@ -139,7 +136,7 @@ func TestAccountCreatedAgain(t *testing.T) {
 	k := newSoftKey(t)
 	h.register("alice", h.userToken("alice"), "laptop", k)
 	ctx := context.Background()
-	if err := h.auth.DeleteUser(ctx, "alice"); err != nil {
+	if err := h.auth.Admin().DeleteUser(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	h.addUser("alice")
@@ -299,11 +296,11 @@ func TestRoutesRefuseWrongRequests(t *testing.T) {
 // TestConfigRules refuses a relying party or an origin that browsers
 // would refuse, so that a mistake shows at start rather than at login.
 func TestConfigRules(t *testing.T) {
-	auth, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{make([]byte, 32)}})
-	if err != nil {
+	ext := new(nmauth.Extension)
+	if _, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{make([]byte, 32)}, Extensions: []*nmauth.Extension{ext}}); err != nil {
 		t.Fatal(err)
 	}
-	good := passkey.Config{Auth: auth, Store: passkey.NewMemoryStore(), RPID: "example.com", Origins: []string{"https://example.com", "https://auth.example.com:8443"}}
+	good := passkey.Config{Extension: ext, Store: passkey.NewMemoryStore(), RPID: "example.com", Origins: []string{"https://example.com", "https://auth.example.com:8443"}}
 	if _, err := passkey.New(good); err != nil {
 		t.Fatalf("a good configuration: %v", err)
 	}
@@ -322,7 +319,8 @@ func TestConfigRules(t *testing.T) {
 		"a suffix, not a parent": func(c *passkey.Config) { c.Origins = []string{"https://badexample.com"} },
 		"an origin with a path":  func(c *passkey.Config) { c.Origins = []string{"https://example.com/login"} },
 		"no Store":               func(c *passkey.Config) { c.Store = nil },
-		"no Authenticator":       func(c *passkey.Config) { c.Auth = nil },
+		"no Extension":           func(c *passkey.Config) { c.Extension = nil },
+		"an unregistered one":    func(c *passkey.Config) { c.Extension = new(nmauth.Extension) },
 	} {
 		c := good
 		edit(&c)
@@ -369,17 +367,28 @@ func TestAdministratorsTools(t *testing.T) {
 	h.addUser("alice")
 	h.register("alice", h.userToken("alice"), "laptop", newSoftKey(t))
 	ctx := context.Background()
-	list, err := passkey.ListPasskeys(ctx, h.auth, h.store, "Alice")
+	for _, err := range []error{
+		func() error { _, err := passkey.ListPasskeys(ctx, new(nmauth.Extension), h.store, "alice"); return err }(),
+		func() error {
+			_, err := passkey.ResetPasskeys(ctx, new(nmauth.Extension), h.store, "alice")
+			return err
+		}(),
+	} {
+		if !errors.Is(err, nmauth.ErrNotRegistered) {
+			t.Errorf("an unregistered Extension: %v, want ErrNotRegistered", err)
+		}
+	}
+	list, err := passkey.ListPasskeys(ctx, h.ext, h.store, "Alice")
 	if err != nil || len(list) != 1 || list[0].Name != "laptop" {
 		t.Fatalf("ListPasskeys = %+v, %v; want laptop", list, err)
 	}
-	if _, err := passkey.ListPasskeys(ctx, h.auth, h.store, "nobody"); !errors.Is(err, nmauth.ErrNotFound) {
+	if _, err := passkey.ListPasskeys(ctx, h.ext, h.store, "nobody"); !errors.Is(err, nmauth.ErrNotFound) {
 		t.Errorf("ListPasskeys of nobody: %v, want ErrNotFound", err)
 	}
-	if n, err := passkey.ResetPasskeys(ctx, h.auth, h.store, "alice"); err != nil || n != 1 {
+	if n, err := passkey.ResetPasskeys(ctx, h.ext, h.store, "alice"); err != nil || n != 1 {
 		t.Fatalf("ResetPasskeys = %d, %v; want 1", n, err)
 	}
-	if list, err := passkey.ListPasskeys(ctx, h.auth, h.store, "alice"); err != nil || len(list) != 0 {
+	if list, err := passkey.ListPasskeys(ctx, h.ext, h.store, "alice"); err != nil || len(list) != 0 {
 		t.Errorf("after the reset ListPasskeys = %+v, %v", list, err)
 	}
 }

@@ -38,12 +38,13 @@ func wantEnvelope(t *testing.T, what string, resp *http.Response, status int) {
 // so that the per-client limit refills nothing however long a test takes.
 func stoppedClock(t *testing.T, c *sso.Config) {
 	at := time.Now()
-	auth, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")},
-		Now: func() time.Time { return at }})
+	ext := new(nmauth.Extension)
+	_, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")},
+		Now: func() time.Time { return at }, Extensions: []*nmauth.Extension{ext}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Auth = auth
+	c.Extension = ext
 }
 
 // TestBeginsLimited sends 400 browser logins, then 400 headless logins,

@@ -47,7 +47,8 @@ func (b *syncBuffer) String() string {
 // Open for a provider at addr that is not up.
 func outageApp(t *testing.T, addr string, logs *syncBuffer) (*sso.SSO, *httptest.Server, sso.Config) {
 	t.Helper()
-	auth, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")}})
+	ext := new(nmauth.Extension)
+	_, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")}, Extensions: []*nmauth.Extension{ext}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func outageApp(t *testing.T, addr string, logs *syncBuffer) (*sso.SSO, *httptest
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := sso.Config{Auth: auth, Store: sso.NewMemoryStore(), Issuer: "http://" + addr,
+	cfg := sso.Config{Extension: ext, Store: sso.NewMemoryStore(), Issuer: "http://" + addr,
 		ClientID: fmt.Sprintf("nmauth-%d", clients.Add(1)), ClientSecret: "client-secret",
 		RedirectURL: "http://" + appLn.Addr().String() + "/api/oauth/callback", CompleteURL: "/done", CreateUsers: true}
 	if logs != nil {
@@ -202,11 +203,12 @@ func TestOpenDoesNotWait(t *testing.T) {
 // and a public client has none; either mistake is refused by New and Open
 // before any request.
 func TestClientSecretRequired(t *testing.T) {
-	auth, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")}})
+	ext := new(nmauth.Extension)
+	_, err := nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")}, Extensions: []*nmauth.Extension{ext}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := sso.Config{Auth: auth, Store: sso.NewMemoryStore(), Issuer: "http://127.0.0.1:1", ClientID: "c",
+	base := sso.Config{Extension: ext, Store: sso.NewMemoryStore(), Issuer: "http://127.0.0.1:1", ClientID: "c",
 		RedirectURL: "http://127.0.0.1:2/api/oauth/callback"}
 	for name, c := range map[string]struct {
 		secret string

@@ -59,11 +59,12 @@ func newWorld(t *testing.T, tweak func(*sso.Config)) *world {
 	}
 	appURL := "http://" + appLn.Addr().String()
 	clientID := fmt.Sprintf("nmauth-%d", clients.Add(1))
-	w.auth, err = nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")}})
+	ext := new(nmauth.Extension)
+	w.auth, err = nmauth.New(nmauth.Config{Store: nmauth.NewMemoryStore(), Secrets: [][]byte{[]byte("sso-test-root-secret-0123456789abcdef")}, Extensions: []*nmauth.Extension{ext}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := sso.Config{Auth: w.auth, Store: sso.NewMemoryStore(), ClientID: clientID,
+	cfg := sso.Config{Extension: ext, Store: sso.NewMemoryStore(), ClientID: clientID,
 		ClientSecret: "client-secret", RedirectURL: appURL + "/api/oauth/callback", CompleteURL: "/done"}
 	if tweak != nil {
 		tweak(&cfg)
@@ -72,7 +73,7 @@ func newWorld(t *testing.T, tweak func(*sso.Config)) *world {
 	// confidential with its secret, or public without one.
 	w.issuer = ssotest.Start(t, opUsers, clientID, cfg.ClientSecret, cfg.RedirectURL)
 	cfg.Issuer = w.issuer
-	w.auth = cfg.Auth
+	w.auth = cfg.Extension.Authenticator()
 	if w.sso, err = sso.New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func (b *browser) callback(u string) (int, url.Values) {
 
 func (w *world) link(subject, user string) {
 	w.t.Helper()
-	if err := w.auth.CreateUser(context.Background(), user, "nmauth-password-1"); err != nil && !errors.Is(err, nmauth.ErrExists) {
+	if err := w.auth.Admin().CreateUser(context.Background(), user, "nmauth-password-1"); err != nil && !errors.Is(err, nmauth.ErrExists) {
 		w.t.Fatal(err)
 	}
 	if err := w.sso.Link(context.Background(), w.issuer, subject, user); err != nil {
@@ -243,12 +244,12 @@ func TestRefusals(t *testing.T) {
 		{"a group missing", "alice", func(c *sso.Config) { c.RequiredGroup = "admins" }, func(w *world) { w.link("id1", "alice") }},
 		{"a disabled user", "alice", nil, func(w *world) {
 			w.link("id1", "alice")
-			if err := w.auth.DisableUser(context.Background(), "alice"); err != nil {
+			if err := w.auth.Admin().DisableUser(context.Background(), "alice"); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"a taken name", "bob", func(c *sso.Config) { c.CreateUsers = true }, func(w *world) {
-			if err := w.auth.CreateUser(context.Background(), "bob", "someone-elses-password"); err != nil {
+			if err := w.auth.Admin().CreateUser(context.Background(), "bob", "someone-elses-password"); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -261,12 +262,12 @@ func TestRefusals(t *testing.T) {
 			if c.setup != nil {
 				c.setup(w)
 			}
-			before, _ := w.auth.ListUsers(context.Background(), "", 100)
+			before, _ := w.auth.Admin().ListUsers(context.Background(), "", 100)
 			status, v := newBrowser(t).login(w, c.who)
 			if status != http.StatusForbidden || v != nil {
 				t.Fatalf("status %d, fragment %v; want 403 and no login", status, v)
 			}
-			if after, _ := w.auth.ListUsers(context.Background(), "", 100); len(after) != len(before) {
+			if after, _ := w.auth.Admin().ListUsers(context.Background(), "", 100); len(after) != len(before) {
 				t.Fatalf("users went from %d to %d", len(before), len(after))
 			}
 		})
@@ -292,7 +293,7 @@ func TestCreateUsersAndHook(t *testing.T) {
 	if seen.Subject != "id2" || seen.Email != "bob@example.org" || !seen.EmailVerified || seen.UserName != "bob" || seen.Claims["preferred_username"] != "bob" {
 		t.Fatalf("the hook saw %+v", seen)
 	}
-	if users, _ := w.auth.ListUsers(context.Background(), "", 100); len(users) != 1 {
+	if users, _ := w.auth.Admin().ListUsers(context.Background(), "", 100); len(users) != 1 {
 		t.Fatalf("%d users, want the one made", len(users))
 	}
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+)
+
+// acceptPair returns the two ends of a loopback TCP connection, the
+// server's accepted through listen.
+func acceptPair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	ln, err := listen("127.0.0.1:0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return server, client
+}
+
+// TestLateReadTakesWaitingBytes: bytes the client sent before the read
+// deadline are read even when the server reads only after it, as a
+// starved server does; a plain connection fails that read.
+func TestLateReadTakesWaitingBytes(t *testing.T) {
+	server, client := acceptPair(t)
+	if err := server.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Write([]byte("GET / HTTP/1.1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the server's goroutine runs late
+	buf := make([]byte, 64)
+	n, err := server.Read(buf)
+	if err != nil || string(buf[:n]) != "GET / HTTP/1.1\r\n" {
+		t.Fatalf("a read after the deadline of bytes sent before it: %q, %v", buf[:n], err)
+	}
+	// Nothing more waits: the deadline, past, ends the next read at once.
+	t0 := time.Now()
+	_, err = server.Read(buf)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a read after the deadline with nothing sent: %v, want a timeout", err)
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Fatalf("the read with nothing sent waited %s", d)
+	}
+	// A deadline lifted or moved on reads as before.
+	if err := server.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	go client.Write([]byte("Host: x\r\n"))
+	if n, err := server.Read(buf); err != nil || string(buf[:n]) != "Host: x\r\n" {
+		t.Fatalf("a read before the deadline: %q, %v", buf[:n], err)
+	}
+	client.Close()
+	if _, err := server.Read(buf); err != io.EOF {
+		t.Fatalf("a read after the client closed: %v, want EOF", err)
+	}
+}
+
+// TestLateReadEOFAfterDeadline: a client that closed is seen as EOF by a
+// read after the deadline, not as a timeout.
+func TestLateReadEOFAfterDeadline(t *testing.T) {
+	server, client := acceptPair(t)
+	server.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+	client.Close()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := server.Read(make([]byte, 8)); err != io.EOF {
+		t.Fatalf("got %v, want EOF", err)
+	}
+}
+
+// TestHeaderTimeoutStillCutsSlowClients: through nmauthd's HTTP server on
+// its listener, a client that sends part of its header and then nothing
+// is closed within the header timeout, while a whole request is answered.
+func TestHeaderTimeoutStillCutsSlowClients(t *testing.T) {
+	ln, err := listen("127.0.0.1:0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		ReadHeaderTimeout: 200 * time.Millisecond,
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	slow, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := slow.Write([]byte("POST /api/hosts/adm/authenticate HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	slow.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := slow.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("a client that never finished its header: read %d bytes, %v; want the server to close it", n, err)
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Fatalf("the server closed a slow header after %s, want about 200ms", d)
+	}
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a whole request: %v, %v", resp, err)
+	}
+	resp.Body.Close()
+}

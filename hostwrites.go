@@ -1,0 +1,251 @@
+package nmauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+)
+
+// HostBatchStore is implemented by a [Store] that can apply the updates
+// of many hosts in one transaction; [SQLStore] and [MemoryStore] do.
+//
+// A right host login whose host has something to write (a client address
+// not yet known to it, failures to forget, a machine-secret digest to move
+// under the first root secret) gets its token from the record it read, and
+// with such a Store its write waits in a bounded queue that one goroutine
+// applies in batches: a group commit, one transaction and one sync for
+// many hosts. With any other Store, each such login makes its own
+// [Store.UpdateHost].
+type HostBatchStore interface {
+	// UpdateHosts applies updates in one transaction, each as UpdateHost
+	// would apply it alone, those of one host in the order given. An
+	// update whose record is missing gets [ErrNotFound] in its Err, one
+	// whose record cannot be decoded a [*BrokenRecordError], one whose Fn
+	// returns an error that error: none of them writes anything or stops
+	// the others. The error returned is a failure of the whole batch,
+	// which then writes nothing, whatever the updates' Err say. Fn may
+	// run more than once, as UpdateHost's fn may.
+	UpdateHosts(ctx context.Context, updates []HostUpdate) error
+}
+
+// HostUpdate is one update of [HostBatchStore.UpdateHosts].
+type HostUpdate struct {
+	// ID is the host's id.
+	ID string
+	// Fn changes a copy of the host's record, as the fn of
+	// [Store.UpdateHost] does.
+	Fn func(*Host) error
+	// Err is set by UpdateHosts: nil when the update is written.
+	Err error
+}
+
+// defaultHostWriteQueue is the default of [Config.HostWriteQueue].
+const defaultHostWriteQueue = 16384
+
+// hostWriteBatch bounds how many writes one transaction applies.
+const hostWriteBatch = 1024
+
+// hostWriteTimeout bounds one batch's transaction; a batch that fails is
+// tried again, after hostWriteRetry doubling up to a second, until it is
+// written.
+const (
+	hostWriteTimeout = 10 * time.Second
+	hostWriteRetry   = 50 * time.Millisecond
+)
+
+// hostWrite is the write of one right host login, made from what the
+// login read: it applies only while the host's digest is still the one
+// checked and the host is not disabled, so a change made since (a new
+// secret, a disable) is never undone by it.
+type hostWrite struct {
+	id, checked, credential, client string
+	// failures, blocked and clients are the host's failure state as the
+	// login read it: its failures are forgotten only if none was counted
+	// since, so that a failure counted after the login is never lost.
+	failures int
+	blocked  time.Time
+	clients  []ClientFailures
+}
+
+// newHostWrite is the write that grantLogin would make for a right
+// secret checked against acc's stored credential.
+func newHostWrite(id string, acc account, credential, client string) hostWrite {
+	return hostWrite{id: id, checked: *acc.hash, credential: credential, client: client,
+		failures: *acc.failures, blocked: *acc.blocked, clients: slices.Clone(*acc.clients)}
+}
+
+// apply makes the write in h: as grantLogin's update does when the
+// failure state is the one read, else it only marks the client known.
+func (w *hostWrite) apply(h *Host) error {
+	acc := hostAccount(h)
+	switch {
+	case *acc.hash != w.checked:
+		return errHashChanged
+	case *acc.disabled:
+		return ErrInvalidCredentials
+	}
+	if w.failures == *acc.failures && w.blocked.Equal(*acc.blocked) && sameClients(w.clients, *acc.clients) {
+		grantAttempt(acc, w.client)
+	} else {
+		clientEntry(acc.clients, w.client).Known = true
+	}
+	if w.credential != "" {
+		*acc.hash = w.credential
+	}
+	return nil
+}
+
+func sameClients(a, b []ClientFailures) bool {
+	return slices.EqualFunc(a, b, func(x, y ClientFailures) bool {
+		return x.Client == y.Client && x.Failures == y.Failures && x.Known == y.Known && x.BlockedUntil.Equal(y.BlockedUntil)
+	})
+}
+
+// hostWriter queues the writes of right host logins and applies them in
+// batches on one goroutine, which runs while writes wait and ends when
+// none do; so writes of one host are applied in the order they were
+// queued, and an Authenticator left without [Authenticator.Shutdown]
+// leaves no goroutine behind once its writes are made.
+type hostWriter struct {
+	store HostBatchStore
+	log   *slog.Logger
+	bound int
+
+	mu      sync.Mutex
+	queue   []hostWrite
+	running bool
+	// idle is closed when the goroutine ends with nothing queued.
+	idle chan struct{}
+	// busy counts the writes taken from the queue and not yet written.
+	busy int
+}
+
+// newHostWriter returns the writer of store, which queues at most bound
+// writes, or nil when store does not batch or bound is negative.
+func newHostWriter(store Store, bound int, log *slog.Logger) *hostWriter {
+	b, ok := store.(HostBatchStore)
+	if !ok || bound < 0 {
+		return nil
+	}
+	idle := make(chan struct{})
+	close(idle)
+	return &hostWriter{store: b, log: log, bound: bound, idle: idle}
+}
+
+// enqueue queues w; it reports false, queuing nothing, when the queue is
+// full.
+func (q *hostWriter) enqueue(w hostWrite) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.queue)+q.busy >= q.bound {
+		return false
+	}
+	q.queue = append(q.queue, w)
+	if !q.running {
+		q.running = true
+		q.idle = make(chan struct{})
+		go q.run()
+	}
+	return true
+}
+
+// run applies the queued writes, a batch at a time, until none wait.
+func (q *hostWriter) run() {
+	wait := hostWriteRetry
+	failing := false
+	for {
+		q.mu.Lock()
+		if len(q.queue) == 0 && q.busy == 0 {
+			q.running = false
+			close(q.idle)
+			q.mu.Unlock()
+			return
+		}
+		if q.busy == 0 {
+			q.busy = min(len(q.queue), hostWriteBatch)
+		}
+		batch := slices.Clone(q.queue[:q.busy])
+		q.mu.Unlock()
+		if err := q.write(batch); err != nil {
+			// The batch stays at the head of the queue, counted against
+			// its bound, until the Store takes it. One line says so, and
+			// one more when it does.
+			if !failing {
+				q.log.Warn("host login writes wait for the store", "writes", len(batch), "err", err)
+			}
+			failing = true
+			time.Sleep(wait)
+			wait = min(2*wait, time.Second)
+			continue
+		}
+		if failing {
+			q.log.Info("host login writes reach the store again")
+		}
+		wait, failing = hostWriteRetry, false
+		q.mu.Lock()
+		q.queue = slices.Delete(q.queue, 0, q.busy)
+		q.busy = 0
+		q.mu.Unlock()
+	}
+}
+
+// write applies batch in one UpdateHosts. A write whose host changed
+// since its login's read, or is gone, is dropped as grantLogin's update
+// would refuse it; a broken record is logged.
+func (q *hostWriter) write(batch []hostWrite) (err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), hostWriteTimeout)
+	defer cancel()
+	updates := make([]HostUpdate, len(batch))
+	for i := range batch {
+		updates[i] = HostUpdate{ID: batch[i].id, Fn: batch[i].apply}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			q.log.Error("the store panicked in update hosts", "panic", v, "stack", string(debug.Stack()))
+			err = fmt.Errorf("nmauth: the store panicked in update hosts: %v", v)
+		}
+	}()
+	if err := q.store.UpdateHosts(ctx, updates); err != nil {
+		return err
+	}
+	for _, u := range updates {
+		if errors.Is(u.Err, ErrBrokenRecord) {
+			q.log.Error("host login write skipped: broken record", "host", u.ID, "err", u.Err)
+		}
+	}
+	return nil
+}
+
+// flush waits until every write queued so far is made, or ctx ends.
+func (q *hostWriter) flush(ctx context.Context) error {
+	q.mu.Lock()
+	idle := q.idle
+	q.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		q.mu.Lock()
+		n := len(q.queue)
+		q.mu.Unlock()
+		return fmt.Errorf("nmauth: %d host login writes not made: %w", n, ctx.Err())
+	}
+}
+
+// Shutdown waits until the writes of host logins that wait in the queue
+// (see [HostBatchStore]) are made, or until ctx ends, which it returns
+// with the number of writes left. Call it once the server has stopped
+// taking requests, before the process ends: [http.Server.Shutdown], then
+// this. The Authenticator stays usable; writes queued later are made as
+// these were.
+func (a *Authenticator) Shutdown(ctx context.Context) error {
+	if a.writes == nil {
+		return nil
+	}
+	return a.writes.flush(ctx)
+}
