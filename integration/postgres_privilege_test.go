@@ -116,7 +116,7 @@ func TestPostgresLeastPrivilegeRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := auth.CreateUser(ctx, "alice", "a long enough password"); err != nil {
+	if err := auth.Admin().CreateUser(ctx, "alice", "a long enough password"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := auth.LoginUser(ctx, "alice", "a long enough password"); err != nil {
