@@ -30,9 +30,10 @@ import (
 // table starts small and doubles when it fills past three quarters or
 // both of a token's buckets are full, up to a quarter more slots than the
 // cache holds tokens. When both of a token's buckets are full then, it
-// takes the slot of an expired token, or else of one drawn at random from
-// its first bucket: no list is kept in order of use, so a hit writes
-// nothing.
+// takes the slot of an expired token; else, while the cache holds fewer
+// tokens than its size, it stays uncached, and once it holds its size it
+// takes the slot of one drawn at random from its first bucket: no list is
+// kept in order of use, so a hit writes nothing.
 //
 // A token is stored on its second verification, not its first: the
 // doorkeeper remembers the tokens seen once lately, so that a fleet larger

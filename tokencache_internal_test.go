@@ -67,7 +67,12 @@ func TestTokenCacheConfirmsTheToken(t *testing.T) {
 		if e == nil {
 			t.Fatalf("%s: the token is not cached after three checks", kind)
 		}
-		sep := strings.LastIndexAny(token, "._")
+		// The signature follows a JWT's last dot, an access token's last
+		// underscore (a JWT's signature may hold underscores).
+		sep := strings.LastIndexByte(token, '.')
+		if strings.HasPrefix(token, AccessTokenPrefix) {
+			sep = strings.LastIndexByte(token, '_')
+		}
 		for name, at := range map[string]int{"claims": sep - 5, "signature": len(token) - 5} {
 			b := []byte(token)
 			b[at] ^= 'A' ^ 'B'
@@ -190,8 +195,13 @@ func TestTokenCacheBound(t *testing.T) {
 		}
 		tokens = append(tokens, tok)
 	}
-	// A fleet of half the size: every token is cached, the table growing
-	// from its first size as it fills.
+	// A fleet of half the size: the tokens are cached, the table growing
+	// from its first size as it fills. A token whose two buckets are both
+	// full once the table is at its largest is left uncached (it is
+	// parsed on each check) while the cache holds fewer tokens than its
+	// size, which befalls about one fleet in a hundred here; and about one
+	// run in a thousand sees one cached token of the fleet miss once. So
+	// at most one token in a hundred may miss.
 	fleet := tokens[:size/2]
 	for range 2 {
 		for _, tok := range fleet {
@@ -210,8 +220,9 @@ func TestTokenCacheBound(t *testing.T) {
 		}
 	}
 	after := a.Stats().TokenCache
-	if after.Hits-before.Hits != uint64(len(fleet)) || after.Size != len(fleet) {
-		t.Errorf("a fleet of %d within the cache: %d hits, size %d", len(fleet), after.Hits-before.Hits, after.Size)
+	hits := int(after.Hits - before.Hits)
+	if hits < len(fleet)-len(fleet)/100 || hits > len(fleet) || after.Size < hits || after.Size > len(fleet) {
+		t.Errorf("a fleet of %d within the cache: %d hits, size %d", len(fleet), hits, after.Size)
 	}
 	// Three times the size, twice over: the cache stays within its size
 	// and every token checks.
