@@ -19,8 +19,14 @@ const rightLoginBound = 5 * time.Second
 // connection from a source address of its own, log in at one moment and
 // then back to back until -d has passed. It reports every answer's status,
 // the p99 and the slowest answer, and with -pid the server's peak resident
-// memory.
+// memory. A host's first login counts from the burst's moment, its wait
+// for a dial slot included; a connection closed without an answer counts
+// as a request without one, and the host dials again.
 func hostBurst(ctx context.Context, o *options, base *api, log io.Writer) (*result, error) {
+	return runHostBurst(ctx, o, newBurstDialer(base.base, o.fleetHosts), log)
+}
+
+func runHostBurst(ctx context.Context, o *options, d *burstDialer, log io.Writer) (*result, error) {
 	if o.fleetHosts < 1 || o.fleetHosts > maxSources || o.fleetPassword == "" {
 		return nil, fmt.Errorf("needs -fleet-hosts (1 to %d) and a host password (-fleet-password or NMAUTH_LOAD_FLEET_PASSWORD)", maxSources)
 	}
@@ -28,8 +34,14 @@ func hostBurst(ctx context.Context, o *options, base *api, log io.Writer) (*resu
 		return nil, errors.New("needs -d, how long the hosts go on logging in")
 	}
 	n := o.fleetHosts
-	a := newAPI(base.base, 1, n, o.timeout)
-	defer a.close()
+	hosts := make([]burstHost, n)
+	for i := range hosts {
+		req, err := hostLoginRequest(d.base, fleetHostID(o.fleetPrefix, i), o.fleetPassword)
+		if err != nil {
+			return nil, err
+		}
+		hosts[i] = burstHost{i: i, request: req}
+	}
 	var before procMemory
 	if o.pid > 0 {
 		m, err := readProcMemory(o.pid)
@@ -41,24 +53,18 @@ func hostBurst(ctx context.Context, o *options, base *api, log io.Writer) (*resu
 	stats := make([]workerStats, n)
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
-	var deadline time.Time
-	for i := range stats {
+	var t0, deadline time.Time
+	for i := range hosts {
 		ready.Add(1)
 		done.Add(1)
-		go func(i int, st *workerStats) {
+		go func(h *burstHost, st *workerStats) {
 			defer done.Done()
+			defer h.close()
 			st.statuses = map[int]int{}
-			body := hostAuthRequest{ID: fleetHostID(o.fleetPrefix, i), Password: o.fleetPassword}
 			ready.Done()
 			<-start
-			for first := true; ctx.Err() == nil && (first || time.Now().Before(deadline)); first = false {
-				req, err := a.newRequest(ctx, http.MethodPost, "/api/hosts/adm/authenticate", "", body)
-				if err != nil {
-					st.firstErr = err
-					return
-				}
-				t0 := time.Now()
-				ans, err := a.doFrom(req, i)
+			for sent, first := t0, true; ctx.Err() == nil && (first || sent.Before(deadline)); sent, first = time.Now(), false {
+				status, err := h.login(ctx, d, sent.Add(o.timeout))
 				if err != nil {
 					if ctx.Err() == nil {
 						st.transport++
@@ -66,13 +72,13 @@ func hostBurst(ctx context.Context, o *options, base *api, log io.Writer) (*resu
 					}
 					continue
 				}
-				st.latencies = append(st.latencies, time.Since(t0))
-				st.statuses[ans.status]++
+				st.latencies = append(st.latencies, time.Since(sent))
+				st.statuses[status]++
 			}
-		}(i, &stats[i])
+		}(&hosts[i], &stats[i])
 	}
 	ready.Wait()
-	t0 := time.Now()
+	t0 = time.Now()
 	deadline = t0.Add(o.bounds.d)
 	close(start)
 	done.Wait()

@@ -2,11 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -197,4 +202,142 @@ func parseProcStatus(r io.Reader) (procMemory, error) {
 		return m, errors.New("/proc status: no VmHWM and VmRSS lines")
 	}
 	return m, nil
+}
+
+// burstDials bounds the connections the burst scenario dials at once. A
+// fleet's hosts each dial from a machine of their own; here they share
+// the tool's goroutines and the server's cores, and ten thousand
+// connects in flight at once would overflow the server's listen queue
+// (4,096 on Linux) and wait for the kernel to send their SYN again,
+// seconds later, before their host had written a byte.
+const burstDials = 128
+
+// burstDialer opens the burst's connections: to the target, loopback
+// only, the i-th from the i-th of n source addresses, at most burstDials
+// at a time.
+type burstDialer struct {
+	base  *url.URL
+	n     int
+	slots chan struct{}
+	// dial opens one connection; tests count the dials in flight with it.
+	dial func(ctx context.Context, i int) (net.Conn, error)
+}
+
+func newBurstDialer(base *url.URL, n int) *burstDialer {
+	d := &burstDialer{base: base, n: n, slots: make(chan struct{}, burstDials)}
+	d.dial = d.dialTCP
+	return d
+}
+
+func (d *burstDialer) dialTCP(ctx context.Context, i int) (net.Conn, error) {
+	addr := d.base.Host
+	if d.base.Port() == "" {
+		port := "80"
+		if d.base.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(d.base.Hostname(), port)
+	}
+	nd := &net.Dialer{Control: loopbackOnly, LocalAddr: sourceAddr(i, d.n), KeepAlive: 30 * time.Second}
+	conn, err := nd.DialContext(ctx, "tcp", addr)
+	if err != nil || d.base.Scheme != "https" {
+		return conn, err
+	}
+	tc := tls.Client(conn, &tls.Config{ServerName: d.base.Hostname(), MinVersion: tls.VersionTLS12})
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// open dials the i-th connection once one of the slots is free.
+func (d *burstDialer) open(ctx context.Context, i int) (net.Conn, error) {
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-d.slots }()
+	return d.dial(ctx, i)
+}
+
+// burstHost is one host of the burst: its request, built once, and its
+// keep-alive connection. The goroutine that dials the connection writes
+// the request on it at once, with one write, and reads the answer itself,
+// so that no turn of another goroutine stands between the connect and the
+// request: a server reading with a header deadline sees the request as
+// soon as the connection is open.
+type burstHost struct {
+	i       int
+	request []byte
+	conn    net.Conn
+	rd      *bufio.Reader
+	stop    func() bool // stops closing conn when the context ends
+}
+
+// hostLoginRequest is the HTTP/1.1 request of one host login.
+func hostLoginRequest(base *url.URL, id, password string) ([]byte, error) {
+	body, err := json.Marshal(hostAuthRequest{ID: id, Password: password})
+	if err != nil {
+		return nil, err
+	}
+	target := (&url.URL{Path: base.Path + "/api/hosts/adm/authenticate"}).RequestURI()
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: nmauth-load\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		target, base.Host, len(body))
+	b.Write(body)
+	return b.Bytes(), nil
+}
+
+// login sends the host's request and returns the answer's status. A
+// connection that fails or ends without a whole answer is closed and
+// the error returned: the caller counts it as a request without an answer,
+// and the next login dials again. The whole exchange, the wait for a dial
+// slot included, ends by deadline.
+func (h *burstHost) login(ctx context.Context, d *burstDialer, deadline time.Time) (int, error) {
+	if h.conn == nil {
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		conn, err := d.open(dctx, h.i)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		h.conn = conn
+		h.stop = context.AfterFunc(ctx, func() { conn.Close() })
+		if h.rd == nil {
+			h.rd = bufio.NewReaderSize(conn, 2048)
+		} else {
+			h.rd.Reset(conn)
+		}
+	}
+	h.conn.SetDeadline(deadline)
+	if _, err := h.conn.Write(h.request); err != nil {
+		h.close()
+		return 0, err
+	}
+	resp, err := http.ReadResponse(h.rd, nil)
+	if err != nil {
+		h.close()
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		h.close()
+		return 0, err
+	}
+	if resp.Close {
+		h.close()
+	}
+	return resp.StatusCode, nil
+}
+
+func (h *burstHost) close() {
+	if h.conn == nil {
+		return
+	}
+	h.stop()
+	h.conn.Close()
+	h.conn = nil
 }
