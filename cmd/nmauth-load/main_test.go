@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -570,5 +571,81 @@ func TestBurstScenario(t *testing.T) {
 	want := fmt.Sprintf("burst: %d hosts at one moment, then back to back for 300ms: %d answers, 200×%d, errors ", hosts, r.answered(), r.answered())
 	if !strings.Contains(log.String(), want) || !strings.Contains(log.String(), "peak resident (VmHWM)") {
 		t.Errorf("output lacks %q and the peak resident memory:\n%s", want, log.String())
+	}
+}
+
+// TestBurstHostsOnTheirOwnConnections: every host of a burst logs in from
+// its own address; a connection the server closes without an answer is
+// counted and reported, never hidden, and its host dials again; no more
+// than burstDials connects are in flight at once.
+func TestBurstHostsOnTheirOwnConnections(t *testing.T) {
+	const hosts = 300
+	var (
+		mu       sync.Mutex
+		seen     = map[string]bool{}
+		wrongSrc []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body hostAuthRequest
+		if r.URL.Path != "/api/hosts/adm/authenticate" || json.NewDecoder(r.Body).Decode(&body) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		var i int
+		fmt.Sscanf(body.ID, "fleet-%d", &i)
+		src, _, _ := net.SplitHostPort(r.RemoteAddr)
+		mu.Lock()
+		first := !seen[body.ID]
+		seen[body.ID] = true
+		if want := sourceAddr(i, hosts).(*net.TCPAddr).IP.String(); src != want {
+			wrongSrc = append(wrongSrc, fmt.Sprintf("%s from %s, want %s", body.ID, src, want))
+		}
+		mu.Unlock()
+		if first {
+			// The host's first request: the connection ends unanswered.
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"Code":200,"Message":"ok","Response":{}}`)
+	}))
+	t.Cleanup(srv.Close)
+	o := mustParse(t, "-target", srv.URL, "-scenarios", "burst", "-fleet-hosts", fmt.Sprint(hosts), "-fleet-password", "pw",
+		"-d", "300ms")
+	d := newBurstDialer(testAPI(t, o).base, hosts)
+	var inFlight, most atomic.Int64
+	d.dial = func(ctx context.Context, i int) (net.Conn, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(time.Millisecond) // connects overlap, as they do in a burst
+		return d.dialTCP(ctx, i)
+	}
+	var log bytes.Buffer
+	r, err := runHostBurst(context.Background(), o, d, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wrongSrc) > 0 {
+		t.Errorf("%d logins from another host's address, as %s", len(wrongSrc), wrongSrc[0])
+	}
+	if len(seen) != hosts {
+		t.Errorf("%d of %d hosts logged in", len(seen), hosts)
+	}
+	if r.transport != hosts || r.firstErr == nil {
+		t.Errorf("%d requests without an answer (first error %v), want %d: one per host", r.transport, r.firstErr, hosts)
+	}
+	if r.answered() < hosts || r.statuses[http.StatusOK] != r.answered() {
+		t.Errorf("answers %v; want a 200 for each host's login on its second connection", r.statuses)
+	}
+	if want := fmt.Sprintf("200×%d, errors no-answer×%d;", r.answered(), hosts); !strings.Contains(log.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, log.String())
+	}
+	if m := most.Load(); m > burstDials || m < 2 {
+		t.Errorf("%d connects in flight at most, want 2 to %d", m, burstDials)
 	}
 }
