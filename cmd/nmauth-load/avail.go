@@ -19,11 +19,11 @@ const rightLoginBound = 5 * time.Second
 // connection from a source address of its own, log in at one moment and
 // then back to back until -d has passed. It reports every answer's status,
 // the p99 and the slowest answer, and with -pid the server's peak resident
-// memory. A host's first login counts from the burst's moment, its wait
-// for a dial slot included; a connection closed without an answer counts
-// as a request without one, and the host dials again.
+// memory. A host's first login counts from the burst's moment, its dial
+// included; a connection closed without an answer counts as a request
+// without one, and the host dials again.
 func hostBurst(ctx context.Context, o *options, base *api, log io.Writer) (*result, error) {
-	return runHostBurst(ctx, o, newBurstDialer(base.base, o.fleetHosts), log)
+	return runHostBurst(ctx, o, &burstDialer{base: base.base, n: o.fleetHosts}, log)
 }
 
 func runHostBurst(ctx context.Context, o *options, d *burstDialer, log io.Writer) (*result, error) {

@@ -204,32 +204,18 @@ func parseProcStatus(r io.Reader) (procMemory, error) {
 	return m, nil
 }
 
-// burstDials bounds the connections the burst scenario dials at once. A
-// fleet's hosts each dial from a machine of their own; here they share
-// the tool's goroutines and the server's cores, and ten thousand
-// connects in flight at once would overflow the server's listen queue
-// (4,096 on Linux) and wait for the kernel to send their SYN again,
-// seconds later, before their host had written a byte.
-const burstDials = 128
-
 // burstDialer opens the burst's connections: to the target, loopback
-// only, the i-th from the i-th of n source addresses, at most burstDials
-// at a time.
+// only, the i-th from the i-th of n source addresses. The hosts dial all
+// at once, as a fleet's do, each from a machine of its own: a bound on the
+// connects in flight only spreads them into the seconds when the server
+// is busiest, where its listen queue fills and a dropped SYN is sent again
+// a second later.
 type burstDialer struct {
-	base  *url.URL
-	n     int
-	slots chan struct{}
-	// dial opens one connection; tests count the dials in flight with it.
-	dial func(ctx context.Context, i int) (net.Conn, error)
+	base *url.URL
+	n    int
 }
 
-func newBurstDialer(base *url.URL, n int) *burstDialer {
-	d := &burstDialer{base: base, n: n, slots: make(chan struct{}, burstDials)}
-	d.dial = d.dialTCP
-	return d
-}
-
-func (d *burstDialer) dialTCP(ctx context.Context, i int) (net.Conn, error) {
+func (d *burstDialer) dial(ctx context.Context, i int) (net.Conn, error) {
 	addr := d.base.Host
 	if d.base.Port() == "" {
 		port := "80"
@@ -249,17 +235,6 @@ func (d *burstDialer) dialTCP(ctx context.Context, i int) (net.Conn, error) {
 		return nil, err
 	}
 	return tc, nil
-}
-
-// open dials the i-th connection once one of the slots is free.
-func (d *burstDialer) open(ctx context.Context, i int) (net.Conn, error) {
-	select {
-	case d.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-d.slots }()
-	return d.dial(ctx, i)
 }
 
 // burstHost is one host of the burst: its request, built once, and its
@@ -293,12 +268,11 @@ func hostLoginRequest(base *url.URL, id, password string) ([]byte, error) {
 // login sends the host's request and returns the answer's status. A
 // connection that fails or ends without a whole answer is closed and
 // the error returned: the caller counts it as a request without an answer,
-// and the next login dials again. The whole exchange, the wait for a dial
-// slot included, ends by deadline.
+// and the next login dials again. The whole exchange ends by deadline.
 func (h *burstHost) login(ctx context.Context, d *burstDialer, deadline time.Time) (int, error) {
 	if h.conn == nil {
 		dctx, cancel := context.WithDeadline(ctx, deadline)
-		conn, err := d.open(dctx, h.i)
+		conn, err := d.dial(dctx, h.i)
 		cancel()
 		if err != nil {
 			return 0, err

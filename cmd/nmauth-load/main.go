@@ -28,7 +28,7 @@
 //	             for -d: every answer's status, p99, the slowest answer
 //	             and, with -pid, the server's peak resident memory; a
 //	             host writes its request as soon as its connection is
-//	             open, and at most 128 connects are in flight at once
+//	             open
 //
 // The fleet scenario's hosts share one password. -serve creates them with
 // -fleet-hosts; for nmauthd, import them with `nmauthd host import`, one
