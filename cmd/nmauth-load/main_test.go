@@ -549,10 +549,15 @@ func TestBurstScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	const hosts = 30
-	secret := "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" // netclient's form: a machine secret
+	secret := "K7QM2XDRT5VBNW3HJ6YPLC4GFZ2SAE7U" // netclient's form: a machine secret
 	seed := mustParse(t, "-fleet-hosts", fmt.Sprint(hosts), "-fleet-password", secret)
 	if err := seedFleet(ctx, seed, auth, store, &bytes.Buffer{}); err != nil {
 		t.Fatalf("seedFleet: %v", err)
+	}
+	// An argon2id hash, seconds a login under the race detector, would
+	// keep hosts at the login gate past its queue timeout.
+	if h, err := store.GetHost(ctx, fleetHostID("fleet", 0)); err != nil || strings.HasPrefix(h.PasswordHash, "$argon2id$") {
+		t.Fatalf("the hosts' password is not kept as a machine secret (%v): the test needs one", err)
 	}
 	srv := httptest.NewServer(newServeMux(auth))
 	t.Cleanup(srv.Close)
@@ -612,7 +617,7 @@ func TestBurstHostsOnTheirOwnConnections(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	o := mustParse(t, "-target", srv.URL, "-scenarios", "burst", "-fleet-hosts", fmt.Sprint(hosts), "-fleet-password", "pw",
-		"-d", "300ms")
+		"-d", "1s")
 	d := &burstDialer{base: testAPI(t, o).base, n: hosts}
 	var log bytes.Buffer
 	r, err := runHostBurst(context.Background(), o, d, &log)
@@ -628,8 +633,10 @@ func TestBurstHostsOnTheirOwnConnections(t *testing.T) {
 	if r.transport != hosts || r.firstErr == nil {
 		t.Errorf("%d requests without an answer (first error %v), want %d: one per host", r.transport, r.firstErr, hosts)
 	}
-	if r.answered() < hosts || r.statuses[http.StatusOK] != r.answered() {
-		t.Errorf("answers %v; want a 200 for each host's login on its second connection", r.statuses)
+	// A host whose first connection closes after -d has passed logs in no
+	// more, so not every host need have a second answer.
+	if r.answered() == 0 || r.statuses[http.StatusOK] != r.answered() {
+		t.Errorf("answers %v; want 200s from hosts that dialed again", r.statuses)
 	}
 	if want := fmt.Sprintf("200×%d, errors no-answer×%d;", r.answered(), hosts); !strings.Contains(log.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, log.String())
