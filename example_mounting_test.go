@@ -16,7 +16,7 @@ func Example_mounting() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	master, _, err := nmauth.LoadMasterKey(nmauth.MasterKeyOptions{}) // from MASTER_KEY; or nmauth.NewMasterKey(key, false, nil)
+	master, err := nmauth.NewMasterKey(os.Getenv("MASTER_KEY"), false, nil) // 32+ characters; or a nil MasterKey for none
 	if err != nil {
 		log.Fatal(err)
 	}

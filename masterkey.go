@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"unicode/utf8"
 )
 
-// DefaultMasterKey is the well-known master key the service ships with. It
-// is public knowledge, so it is refused unless insecure keys are allowed.
-const DefaultMasterKey = "secretkey"
+// wellKnownMasterKey is the master key Netmaker ships with. It is public
+// knowledge, so it is refused unless insecure keys are allowed.
+const wellKnownMasterKey = "secretkey"
 
 // minMasterKeyLen is the fewest characters a master key may have. A random
 // key of this length is far beyond guessing; anything shorter is likely a
@@ -27,12 +26,10 @@ var ErrInsecureMasterKey = errors.New("nmauth: insecure master key")
 // empty key acceptable, so it must not suggest that one would.
 var errEmptyMasterKey = errors.New("nmauth: empty master key")
 
-const envMasterKey = "MASTER_KEY"
-
 // MasterKey is the master key bearer credential. It keeps only the SHA-256
 // digest of the key, so neither a memory dump nor a stray log line yields
-// the key itself. Use it through the pointer [NewMasterKey] or
-// [LoadMasterKey] returns; the zero value matches nothing.
+// the key itself. Use it through the pointer [NewMasterKey] returns; the
+// zero value matches nothing.
 type MasterKey struct {
 	// digest sits behind a pointer so that printing a copied MasterKey
 	// value shows an address, not the digest.
@@ -40,15 +37,11 @@ type MasterKey struct {
 }
 
 // NewMasterKey returns the [MasterKey] for key. An empty key is an error.
-// The default key or one shorter than 32 characters is an
+// Netmaker's well-known default key ("secretkey") or one shorter than 32 characters is an
 // error wrapping [ErrInsecureMasterKey] unless allowInsecure is set, in
 // which case a warning goes to logger (nil means [slog.Default]). Neither
 // the error nor the warning contains the key.
 func NewMasterKey(key string, allowInsecure bool, logger *slog.Logger) (*MasterKey, error) {
-	return newMasterKey(key, allowInsecure, logger, "")
-}
-
-func newMasterKey(key string, allowInsecure bool, logger *slog.Logger, src MasterKeySource) (*MasterKey, error) {
 	if key == "" {
 		return nil, errEmptyMasterKey
 	}
@@ -59,11 +52,7 @@ func newMasterKey(key string, allowInsecure bool, logger *slog.Logger, src Maste
 		if logger == nil {
 			logger = slog.Default()
 		}
-		attrs := []any{slog.String("reason", reason)}
-		if src != "" {
-			attrs = append(attrs, slog.String("source", string(src)))
-		}
-		logger.Warn("nmauth: insecure master key allowed; do not run like this in production", attrs...)
+		logger.Warn("nmauth: insecure master key allowed; do not run like this in production", slog.String("reason", reason))
 	}
 	d := sha256.Sum256([]byte(key))
 	return &MasterKey{digest: &d}, nil
@@ -73,7 +62,7 @@ func newMasterKey(key string, allowInsecure bool, logger *slog.Logger, src Maste
 // Length counts characters so that a few multi-byte runes cannot pass for
 // a long key.
 func masterKeyWeakness(key string) string {
-	if key == DefaultMasterKey {
+	if key == wellKnownMasterKey {
 		return "it is the well-known default"
 	}
 	if utf8.RuneCountInString(key) < minMasterKeyLen {
@@ -118,56 +107,3 @@ func (k *MasterKey) GoString() string { return "[REDACTED]" }
 
 // LogValue implements [slog.LogValuer] with a fixed placeholder.
 func (k *MasterKey) LogValue() slog.Value { return slog.StringValue("[REDACTED]") }
-
-// MasterKeySource tells where a master key came from, for log lines:
-// [MasterKeyFromEnv] or [MasterKeyFromDefault] from [LoadMasterKey], or a
-// source an application names itself, such as nmauthd's configuration
-// file.
-type MasterKeySource string
-
-// Sources of the master key that [LoadMasterKey] reports.
-const (
-	// MasterKeyFromEnv means the MASTER_KEY environment variable.
-	MasterKeyFromEnv MasterKeySource = "env MASTER_KEY"
-	// MasterKeyFromDefault means no key was set and [DefaultMasterKey]
-	// was used.
-	MasterKeyFromDefault MasterKeySource = "default"
-)
-
-// MasterKeyOptions configures [LoadMasterKey].
-type MasterKeyOptions struct {
-	// Getenv reads an environment variable. Defaults to os.Getenv.
-	Getenv func(string) string
-	// AllowInsecure accepts the default key or a short one with a
-	// warning instead of an error. Meant for development only. Defaults
-	// to false.
-	AllowInsecure bool
-	// Logger receives the insecure-key warning. Defaults to
-	// slog.Default().
-	Logger *slog.Logger
-}
-
-// LoadMasterKey takes the master key from the MASTER_KEY environment
-// variable, or when it is empty falls back to [DefaultMasterKey], and
-// validates it with the rules of [NewMasterKey]. The [MasterKeySource]
-// tells which supplied the key. An application that keeps its key
-// elsewhere, say in its configuration file, gives it to [NewMasterKey].
-func LoadMasterKey(opts MasterKeyOptions) (*MasterKey, MasterKeySource, error) {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	key, src := getenv(envMasterKey), MasterKeyFromEnv
-	if key == "" {
-		key, src = DefaultMasterKey, MasterKeyFromDefault
-	}
-	mk, err := newMasterKey(key, opts.AllowInsecure, opts.Logger, src)
-	if errors.Is(err, ErrInsecureMasterKey) {
-		return nil, "", fmt.Errorf("%w (from %s); set %s to a random value of at least %d characters",
-			err, src, envMasterKey, minMasterKeyLen)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	return mk, src, nil
-}

@@ -16,11 +16,6 @@ const (
 	otherStrongKey = "Zx81mQpLw0Vb7TrYc2Hn5Ks9Dj4Fg6Ae"
 )
 
-// fakeEnv returns a Getenv that reads only vars.
-func fakeEnv(vars map[string]string) func(string) string {
-	return func(name string) string { return vars[name] }
-}
-
 // captureLogger returns a logger writing text records to the returned
 // buffer.
 func captureLogger(t *testing.T) (*slog.Logger, *bytes.Buffer) {
@@ -29,68 +24,13 @@ func captureLogger(t *testing.T) (*slog.Logger, *bytes.Buffer) {
 	return slog.New(slog.NewTextHandler(&buf, nil)), &buf
 }
 
-// TestLoadMasterKey checks the library's lookup: MASTER_KEY when it is
-// set, else the default key, which is refused unless insecure keys are
-// allowed, with a warning then. Neither the error nor the warning holds
-// the key.
-func TestLoadMasterKey(t *testing.T) {
-	const short = "0123456789abcdefghijklmnopqrstu" // 31 characters
-	tests := []struct {
-		name     string
-		env      map[string]string
-		wantSrc  MasterKeySource
-		wantKey  string
-		insecure bool
-	}{
-		{"strong key in env", map[string]string{"MASTER_KEY": strongKey}, MasterKeyFromEnv, strongKey, false},
-		{"short key in env", map[string]string{"MASTER_KEY": short}, MasterKeyFromEnv, short, true},
-		{"default key in env", map[string]string{"MASTER_KEY": DefaultMasterKey}, MasterKeyFromEnv, DefaultMasterKey, true},
-		{"no key: the default", nil, MasterKeyFromDefault, DefaultMasterKey, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			logger, logs := captureLogger(t)
-			mk, src, err := LoadMasterKey(MasterKeyOptions{Getenv: fakeEnv(tt.env), Logger: logger})
-			if tt.insecure {
-				if !errors.Is(err, ErrInsecureMasterKey) || !strings.Contains(err.Error(), "MASTER_KEY") || strings.Contains(err.Error(), tt.wantKey) {
-					t.Fatalf("err = %v, key %v; want ErrInsecureMasterKey naming MASTER_KEY, not the key", err, mk)
-				}
-				if logs.Len() != 0 {
-					t.Errorf("refusal logged %q; want nothing", logs)
-				}
-				mk, src, err = LoadMasterKey(MasterKeyOptions{Getenv: fakeEnv(tt.env), Logger: logger, AllowInsecure: true})
-				out := logs.String()
-				if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "insecure master key") || !strings.Contains(out, string(tt.wantSrc)) {
-					t.Errorf("log %q lacks the insecure-key warning naming %q", out, tt.wantSrc)
-				}
-				if strings.Contains(out, tt.wantKey) {
-					t.Errorf("log %q contains the key", out)
-				}
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if src != tt.wantSrc || !mk.Check(tt.wantKey) {
-				t.Errorf("source %q, Check %v; want %q, true", src, mk.Check(tt.wantKey), tt.wantSrc)
-			}
-		})
-	}
-	t.Run("Getenv defaults to os.Getenv", func(t *testing.T) {
-		t.Setenv("MASTER_KEY", otherStrongKey)
-		mk, src, err := LoadMasterKey(MasterKeyOptions{})
-		if err != nil || src != MasterKeyFromEnv || !mk.Check(otherStrongKey) {
-			t.Errorf("source %q, %v; want the environment's key", src, err)
-		}
-	})
-}
-
 func TestNewMasterKey(t *testing.T) {
 	tests := []struct {
 		name         string
 		key          string
 		wantInsecure bool // refused unless allowInsecure
 	}{
-		{"default", DefaultMasterKey, true},
+		{"default", wellKnownMasterKey, true},
 		{"31 characters", strings.Repeat("q", 31), true},
 		{"31 three-byte characters", strings.Repeat("€", 31), true},
 		{"32 characters", strings.Repeat("q", 32), false},
@@ -148,7 +88,7 @@ func TestNewMasterKeyNilLoggerUsesDefault(t *testing.T) {
 	slog.SetDefault(logger)
 	t.Cleanup(func() { slog.SetDefault(prev) })
 
-	if _, err := NewMasterKey(DefaultMasterKey, true, nil); err != nil {
+	if _, err := NewMasterKey(wellKnownMasterKey, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "insecure master key") {
@@ -174,7 +114,7 @@ func TestMasterKeyCheck(t *testing.T) {
 		{"last byte changed", strongKey[:31] + "b", false},
 		{"case changed", strings.ToUpper(strongKey), false},
 		{"much longer", strings.Repeat(strongKey, 10), false},
-		{"default", DefaultMasterKey, false},
+		{"default", wellKnownMasterKey, false},
 		{"with Bearer word", "Bearer " + strongKey, false},
 		{"trailing newline", strongKey + "\n", false},
 	}

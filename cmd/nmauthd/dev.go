@@ -40,7 +40,7 @@ func checkLoopback(addr string) error {
 // the same lines without the passwords and says how to get back in. It
 // prints the demo page's address first, and the master key last when it
 // is the public default.
-func seedDemo(ctx context.Context, b *backend, out io.Writer, addr net.Addr, defaultMasterKey bool) error {
+func seedDemo(ctx context.Context, b *backend, out io.Writer, addr net.Addr, withDefaultKey bool) error {
 	fmt.Fprintf(out, "# nmauthd --dev: open the demo page at %s\n", devPageURL(addr))
 	users, err := b.db.ListUsers(ctx, "", 1)
 	if err != nil {
@@ -60,9 +60,9 @@ func seedDemo(ctx context.Context, b *backend, out io.Writer, addr net.Addr, def
 		fmt.Fprintf(out, "export DEMO_USER=%s\n", demoUser)
 		fmt.Fprintf(out, "export DEMO_HOST=%s\n", demoHost)
 	}
-	if defaultMasterKey {
+	if withDefaultKey {
 		fmt.Fprintln(out, "# The master key is the well-known default, accepted only with --dev:")
-		fmt.Fprintf(out, "export DEMO_MASTER_KEY=%s\n", nmauth.DefaultMasterKey)
+		fmt.Fprintf(out, "export DEMO_MASTER_KEY=%s\n", defaultMasterKey)
 	}
 	return nil
 }

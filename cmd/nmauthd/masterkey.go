@@ -15,6 +15,20 @@ import (
 	"github.com/nmauth/nmauth"
 )
 
+// defaultMasterKey is the well-known master key Netmaker ships with, and
+// nmauthd's last resort, which the library refuses unless insecure keys
+// are allowed (--dev).
+const defaultMasterKey = "secretkey"
+
+// masterKeySource tells where the master key came from, for log lines: the
+// environment, a configuration file's path, or the default.
+type masterKeySource string
+
+const (
+	masterKeyFromEnv     masterKeySource = "env MASTER_KEY"
+	masterKeyFromDefault masterKeySource = "default"
+)
+
 const (
 	envMasterKey      = "MASTER_KEY"
 	envEnvironment    = "NMAUTH_ENV"
@@ -27,14 +41,14 @@ const (
 // its own, so that a Netmaker deployment keeps its key: the MASTER_KEY
 // environment variable if not empty; then server.masterkey in
 // <dir>/config/environments/<env>.yaml, where env is NMAUTH_ENV (default
-// "dev", letters, digits, '-' and '_' only); then the library's
-// [nmauth.DefaultMasterKey], which, as a short key, is accepted only with
-// --dev (dev), with a warning. A missing file or an empty or absent
+// "dev", letters, digits, '-' and '_' only); then [defaultMasterKey], which,
+// as a well-known key, the library accepts only with --dev (dev), with a
+// warning. A missing file or an empty or absent
 // server.masterkey moves on to the next step; an unreadable or malformed
 // file is an error naming the file. The source says which step supplied
-// the key: the file's slash-separated path relative to dir, or one of the
-// library's sources.
-func loadMasterKey(getenv func(string) string, dir string, dev bool, log *slog.Logger) (*nmauth.MasterKey, nmauth.MasterKeySource, error) {
+// the key: the file's slash-separated path relative to dir, the
+// environment or the default.
+func loadMasterKey(getenv func(string) string, dir string, dev bool, log *slog.Logger) (*nmauth.MasterKey, masterKeySource, error) {
 	env := getenv(envEnvironment)
 	if env == "" {
 		env = defaultEnv
@@ -52,10 +66,18 @@ func loadMasterKey(getenv func(string) string, dir string, dev bool, log *slog.L
 	case err != nil:
 		return nil, "", fmt.Errorf("no usable master key: %w; set %s or server.masterkey in %s", err, envMasterKey, rel)
 	case mk != nil:
-		return mk, nmauth.MasterKeySource(rel), nil
+		return mk, masterKeySource(rel), nil
 	}
-	mk, src, err := nmauth.LoadMasterKey(nmauth.MasterKeyOptions{Getenv: getenv, AllowInsecure: dev, Logger: log})
-	if err != nil {
+	key, src := getenv(envMasterKey), masterKeyFromEnv
+	if key == "" {
+		key, src = defaultMasterKey, masterKeyFromDefault
+	}
+	mk, err = nmauth.NewMasterKey(key, dev, log.With("source", string(src)))
+	switch {
+	case errors.Is(err, nmauth.ErrInsecureMasterKey):
+		return nil, "", fmt.Errorf("%w (from %s); set %s to a random value of at least %d characters, or server.masterkey in %s; %s",
+			err, src, envMasterKey, 32, rel, tryDev)
+	case err != nil:
 		return nil, "", fmt.Errorf("%w, or server.masterkey in %s; %s", err, rel, tryDev)
 	}
 	return mk, src, nil

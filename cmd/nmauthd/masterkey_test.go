@@ -61,14 +61,14 @@ func TestLoadMasterKeyOrder(t *testing.T) {
 		env     map[string]string
 		files   map[string]string // env name -> file content
 		allow   bool
-		wantSrc nmauth.MasterKeySource
+		wantSrc masterKeySource
 		wantKey string
 	}{
 		{
 			name:    "env wins over file",
 			env:     map[string]string{"MASTER_KEY": strongKey},
 			files:   map[string]string{"dev": masterKeyYAML(otherStrongKey)},
-			wantSrc: nmauth.MasterKeyFromEnv,
+			wantSrc: masterKeyFromEnv,
 			wantKey: strongKey,
 		},
 		{
@@ -88,51 +88,51 @@ func TestLoadMasterKeyOrder(t *testing.T) {
 		{
 			name:    "missing file falls to default",
 			allow:   true,
-			wantSrc: nmauth.MasterKeyFromDefault,
-			wantKey: nmauth.DefaultMasterKey,
+			wantSrc: masterKeyFromDefault,
+			wantKey: defaultMasterKey,
 		},
 		{
 			name:    "only another environment's file",
 			env:     map[string]string{"NMAUTH_ENV": "prod"},
 			files:   map[string]string{"dev": masterKeyYAML(strongKey)},
 			allow:   true,
-			wantSrc: nmauth.MasterKeyFromDefault,
-			wantKey: nmauth.DefaultMasterKey,
+			wantSrc: masterKeyFromDefault,
+			wantKey: defaultMasterKey,
 		},
 		{
 			name:    "empty masterkey falls through",
 			files:   map[string]string{"dev": masterKeyYAML("")},
 			allow:   true,
-			wantSrc: nmauth.MasterKeyFromDefault,
-			wantKey: nmauth.DefaultMasterKey,
+			wantSrc: masterKeyFromDefault,
+			wantKey: defaultMasterKey,
 		},
 		{
 			name:    "absent masterkey falls through",
 			files:   map[string]string{"dev": "server:\n  port: 8081\ndatabase:\n  host: db\n"},
 			allow:   true,
-			wantSrc: nmauth.MasterKeyFromDefault,
-			wantKey: nmauth.DefaultMasterKey,
+			wantSrc: masterKeyFromDefault,
+			wantKey: defaultMasterKey,
 		},
 		{
 			name:    "null server falls through",
 			files:   map[string]string{"dev": "server:\n"},
 			allow:   true,
-			wantSrc: nmauth.MasterKeyFromDefault,
-			wantKey: nmauth.DefaultMasterKey,
+			wantSrc: masterKeyFromDefault,
+			wantKey: defaultMasterKey,
 		},
 		{
 			name:    "empty file falls through",
 			files:   map[string]string{"dev": ""},
 			allow:   true,
-			wantSrc: nmauth.MasterKeyFromDefault,
-			wantKey: nmauth.DefaultMasterKey,
+			wantSrc: masterKeyFromDefault,
+			wantKey: defaultMasterKey,
 		},
 		{
 			name:    "comment-only file falls through",
 			files:   map[string]string{"dev": "# nothing set here\n"},
 			allow:   true,
-			wantSrc: nmauth.MasterKeyFromDefault,
-			wantKey: nmauth.DefaultMasterKey,
+			wantSrc: masterKeyFromDefault,
+			wantKey: defaultMasterKey,
 		},
 		{
 			name:    "alias to a string",
@@ -158,7 +158,7 @@ func TestLoadMasterKeyOrder(t *testing.T) {
 			if !mk.Check(tt.wantKey) {
 				t.Errorf("Check(expected key) = false")
 			}
-			for _, other := range []string{strongKey, otherStrongKey, nmauth.DefaultMasterKey} {
+			for _, other := range []string{strongKey, otherStrongKey, defaultMasterKey} {
 				if other != tt.wantKey && mk.Check(other) {
 					t.Errorf("Check accepts a key from another source")
 				}
@@ -286,13 +286,13 @@ func TestLoadMasterKeyInsecure(t *testing.T) {
 		name    string
 		env     map[string]string
 		file    string
-		wantSrc nmauth.MasterKeySource
+		wantSrc masterKeySource
 		key     string
 	}{
-		{"default", map[string]string{"NMAUTH_ENV": "staging"}, "", nmauth.MasterKeyFromDefault, nmauth.DefaultMasterKey},
-		{"short in env", map[string]string{"MASTER_KEY": short, "NMAUTH_ENV": "staging"}, "", nmauth.MasterKeyFromEnv, short},
+		{"default", map[string]string{"NMAUTH_ENV": "staging"}, "", masterKeyFromDefault, defaultMasterKey},
+		{"short in env", map[string]string{"MASTER_KEY": short, "NMAUTH_ENV": "staging"}, "", masterKeyFromEnv, short},
 		{"short in file", map[string]string{"NMAUTH_ENV": "staging"}, masterKeyYAML(short), "config/environments/staging.yaml", short},
-		{"default in file", map[string]string{"NMAUTH_ENV": "staging"}, masterKeyYAML(nmauth.DefaultMasterKey), "config/environments/staging.yaml", nmauth.DefaultMasterKey},
+		{"default in file", map[string]string{"NMAUTH_ENV": "staging"}, masterKeyYAML(defaultMasterKey), "config/environments/staging.yaml", defaultMasterKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" refused", func(t *testing.T) {

@@ -174,7 +174,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		return err
 	}
 	if o.dev {
-		err := seedDemo(ctx, b, c.stdout, ln.Addr(), masterSrc == nmauth.MasterKeyFromDefault)
+		err := seedDemo(ctx, b, c.stdout, ln.Addr(), masterSrc == masterKeyFromDefault)
 		if err != nil {
 			ln.Close()
 			return err
