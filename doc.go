@@ -8,16 +8,14 @@
 // An [Authenticator] needs a [Store] for users and hosts and at least one
 // root secret of 32 random bytes, kept outside that store.
 // [ParseSecrets] reads secrets from text such as an environment variable
-// (hex or base64, a comma-separated list to rotate), [LoadSecretFile] from
-// a file of mode 0600, and [LoadOrCreateSecretFile] makes that file for a
-// store that holds no accounts yet:
+// (hex or base64, a comma-separated list to rotate):
 //
 //	secrets, err := nmauth.ParseSecrets(os.Getenv("NMAUTH_SECRET"))
 //	...
 //	auth, err := nmauth.New(nmauth.Config{
 //		Store:     nmauth.NewMemoryStore(), // or an SQLStore, or your own
 //		Secrets:   secrets,
-//		MasterKey: masterKey, // from LoadMasterKey; nil for none
+//		MasterKey: masterKey, // from NewMasterKey; nil for none
 //	})
 //
 // Mount its handler on the application's mux, and protect the

@@ -40,7 +40,7 @@ func loadRootSecrets(getenv func(string) string, db string, create bool, log *sl
 	}
 	path := secretFilePath(db)
 	if !create {
-		secrets, err := nmauth.LoadSecretFile(path)
+		secrets, err := loadSecretFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return rootSecrets{}, fmt.Errorf("no root secret: %s is not set and %s does not exist; "+
 				"restore that file, or set %s to the secret that wrote the database (admin commands and a database "+
@@ -48,7 +48,7 @@ func loadRootSecrets(getenv func(string) string, db string, create bool, log *sl
 		}
 		return rootSecrets{secrets: secrets, source: path}, err
 	}
-	secrets, created, err := nmauth.LoadOrCreateSecretFile(path)
+	secrets, created, err := loadOrCreateSecretFile(path)
 	if err != nil {
 		return rootSecrets{}, err
 	}
