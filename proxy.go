@@ -8,25 +8,12 @@ import (
 	"time"
 )
 
-// ClientStats describes the per-client limit of the login routes
-// ([Authenticator.Limit]) and the two signs it watches for of a reverse
-// proxy missing from [Config.TrustedProxies]. Behind such a proxy every
-// client has the proxy's address, so they all share one limit. Each sign
-// is also logged as a warning, at most once a minute.
-type ClientStats struct {
-	// Addresses is how many client addresses the limit holds a bucket
-	// for now, an estimate; 0 while the limit is off.
-	Addresses int
-	// ForwardedUntrusted counts the attempts that carried an
-	// X-Forwarded-For or Forwarded header from a peer that is not a
-	// trusted proxy: a proxy missing from [Config.TrustedProxies], or a
-	// client forging its address (the header is ignored).
+// clientStats is what the per-client limit counted; see the fields of
+// [Stats] that bear its names.
+type clientStats struct {
+	Addresses          int
 	ForwardedUntrusted uint64
-	// OneAddressMinutes counts the minutes in which one address made more
-	// than half of the attempts, and at least oneAddressAttempts of them:
-	// an unlisted proxy that sends no forwarding header, or one client
-	// hammering the login routes. It stays 0 while the limit is off.
-	OneAddressMinutes uint64
+	OneAddressMinutes  uint64
 }
 
 // oneAddressAttempts is how many attempts one address must make in a
@@ -99,8 +86,8 @@ func due(logged *atomic.Uint64, now time.Time) bool {
 }
 
 // stats is what the watch counted.
-func (w *proxyWatch) stats() ClientStats {
-	return ClientStats{
+func (w *proxyWatch) stats() clientStats {
+	return clientStats{
 		ForwardedUntrusted: w.untrusted.Load(),
 		OneAddressMinutes:  w.oneAddress.Load(),
 	}

@@ -141,7 +141,7 @@ func (l *clientLimiter) clientOf(r *http.Request, now time.Time) netip.Addr {
 }
 
 // stats is what the limit and its watch counted.
-func (l *clientLimiter) stats() ClientStats {
+func (l *clientLimiter) stats() clientStats {
 	s := l.watch.stats()
 	if l.buckets != nil {
 		s.Addresses = l.buckets.EstimatedSize()

@@ -261,7 +261,7 @@ func TestProxyWatch(t *testing.T) {
 	send("192.0.2.1", "203.0.113.9")
 	send("192.0.2.1", "203.0.113.10")
 	send("10.1.2.3", "203.0.113.11") // a trusted proxy: no warning
-	if s := f.auth.Stats().Clients; s.ForwardedUntrusted != 2 {
+	if s := f.auth.Stats(); s.ForwardedUntrusted != 2 {
 		t.Errorf("ForwardedUntrusted = %d, want 2", s.ForwardedUntrusted)
 	}
 	if n := lines(untrusted); n != 1 || !strings.Contains(logged.String(), "peer=192.0.2.1") {
@@ -280,11 +280,11 @@ func TestProxyWatch(t *testing.T) {
 			send("10.0.0.1", c)
 		}
 	}
-	if s := f.auth.Stats().Clients; s.OneAddressMinutes != 0 || lines(oneAddress) != 0 {
+	if s := f.auth.Stats(); s.OneAddressMinutes != 0 || lines(oneAddress) != 0 {
 		t.Fatalf("three clients in turn: OneAddressMinutes %d, log:\n%s", s.OneAddressMinutes, logged.String())
 	}
-	if s := f.auth.Stats().Clients; s.Addresses < 3 {
-		t.Errorf("Addresses = %d, want at least the 3 clients of this minute", s.Addresses)
+	if s := f.auth.Stats(); s.ClientAddresses < 3 {
+		t.Errorf("Addresses = %d, want at least the 3 clients of this minute", s.ClientAddresses)
 	}
 	// A proxy that sends no X-Forwarded-For: its own address makes every
 	// attempt. One line and one minute counted, however many attempts.
@@ -292,7 +292,7 @@ func TestProxyWatch(t *testing.T) {
 	for range 4 * oneAddressFloor {
 		send("10.0.0.1", "")
 	}
-	if s := f.auth.Stats().Clients; s.OneAddressMinutes != 1 || lines(oneAddress) != 1 ||
+	if s := f.auth.Stats(); s.OneAddressMinutes != 1 || lines(oneAddress) != 1 ||
 		!strings.Contains(logged.String(), "client=10.0.0.1") {
 		t.Errorf("one address: OneAddressMinutes %d, log:\n%s", s.OneAddressMinutes, logged.String())
 	}

@@ -26,8 +26,26 @@ type Stats struct {
 	// bearer check's question whether a user or host is still active
 	// without reading the Store; a miss reads the Store.
 	StatusCache CacheStats
-	// Clients is the per-client limit of the login routes.
-	Clients ClientStats
+
+	// The per-client limit of the login routes ([Authenticator.Limit])
+	// watches for two signs of a reverse proxy missing from
+	// [Config.TrustedProxies]: behind such a proxy every client has the
+	// proxy's address, so they all share one limit. Each sign is also
+	// logged as a warning, at most once a minute.
+
+	// ClientAddresses is how many client addresses the limit holds a
+	// bucket for now, an estimate; 0 while the limit is off.
+	ClientAddresses int
+	// ForwardedUntrusted counts the attempts that carried an
+	// X-Forwarded-For or Forwarded header from a peer that is not a
+	// trusted proxy: a proxy missing from [Config.TrustedProxies], or a
+	// client forging its address (the header is ignored).
+	ForwardedUntrusted uint64
+	// OneAddressMinutes counts the minutes in which one address made more
+	// than half of the attempts, and at least 64 of them: an unlisted
+	// proxy that sends no forwarding header, or one client hammering the
+	// login routes. It stays 0 while the limit is off.
+	OneAddressMinutes uint64
 }
 
 // CacheStats describes one cache of an [Authenticator]. All its fields
@@ -48,6 +66,7 @@ func (a *Authenticator) Stats() Stats {
 	running, waiting := a.hasher.gate.load()
 	hostsRunning, hostsWaiting := a.hostGate.load()
 	tokens := a.tokens.stats()
+	clients := a.clients.stats()
 	return Stats{
 		PasswordHashesRunning: running,
 		PasswordHashesWaiting: waiting,
@@ -55,7 +74,9 @@ func (a *Authenticator) Stats() Stats {
 		HostLoginsWaiting:     hostsWaiting,
 		TokenCache:            tokens,
 		StatusCache:           a.status.stats(tokens),
-		Clients:               a.clients.stats(),
+		ClientAddresses:       clients.Addresses,
+		ForwardedUntrusted:    clients.ForwardedUntrusted,
+		OneAddressMinutes:     clients.OneAddressMinutes,
 	}
 }
 

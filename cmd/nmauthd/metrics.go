@@ -212,13 +212,13 @@ func (m *metrics) observeAuthenticator(auth *nmauth.Authenticator) {
 		gauge("nmauthd_bearer_cache_entries", entriesHelp, prometheus.Labels{"cache": "status"},
 			func(s nmauth.Stats) int { return s.StatusCache.Size }),
 		gauge("nmauthd_client_addresses", "Client addresses the per-client limit holds a bucket for, an estimate.", nil,
-			func(s nmauth.Stats) int { return s.Clients.Addresses }),
+			func(s nmauth.Stats) int { return s.ClientAddresses }),
 		counter("nmauthd_client_forwarded_untrusted_total",
 			"Login attempts carrying X-Forwarded-For or Forwarded from a peer that is not a trusted proxy: a proxy missing from --trusted-proxy, or a forged header (ignored).",
-			func(s nmauth.Stats) uint64 { return s.Clients.ForwardedUntrusted }),
+			func(s nmauth.Stats) uint64 { return s.ForwardedUntrusted }),
 		counter("nmauthd_client_one_address_minutes_total",
 			"Minutes in which one client address made most of the login attempts (at least 64): a proxy missing from --trusted-proxy, or one client hammering.",
-			func(s nmauth.Stats) uint64 { return s.Clients.OneAddressMinutes }),
+			func(s nmauth.Stats) uint64 { return s.OneAddressMinutes }),
 	)
 }
 
