@@ -78,39 +78,12 @@ type AccessTokenRequest struct {
 	Networks []string
 }
 
-// AccessTokenInfo is what a list shows of an access token: everything but
-// its secret.
-type AccessTokenInfo struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	UserName  string    `json:"userName"`
-	ReadOnly  bool      `json:"readOnly"`
-	Networks  []string  `json:"networks,omitempty"`
-	CreatedBy string    `json:"createdBy"`
-	CreatedAt time.Time `json:"createdAt"`
-	ExpiresAt time.Time `json:"expiresAt"`
-	LastUsed  time.Time `json:"lastUsed,omitzero"`
-	// Broken names the parts of the stored token that cannot be decoded
-	// (see [AccessToken.Broken]); such a token answers 500 until nmauthd
-	// check --repair deletes it.
-	Broken []string `json:"broken,omitempty"`
-}
-
-// NewAccessToken is a token just created: the only time its secret is
-// shown.
-type NewAccessToken struct {
-	AccessTokenInfo
-	// Token is the bearer credential.
-	Token string `json:"authToken"`
-}
-
-func accessTokenInfo(t AccessToken) AccessTokenInfo {
-	return AccessTokenInfo{
-		ID: t.ID, Name: t.Name, UserName: t.UserName, ReadOnly: t.ReadOnly,
-		Networks: slices.Clone(t.Networks), CreatedBy: t.CreatedBy,
-		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, LastUsed: t.LastUsed,
-		Broken: slices.Clone(t.Broken),
-	}
+// listed is t as a caller sees it: without the Store's Digest and
+// Generation.
+func listed(t AccessToken) AccessToken {
+	t.Digest, t.Generation = "", 0
+	t.Networks, t.Broken = slices.Clone(t.Networks), slices.Clone(t.Broken)
+	return t
 }
 
 // CreateAccessToken makes a personal access token for req.UserName, on
@@ -119,41 +92,43 @@ func accessTokenInfo(t AccessToken) AccessTokenInfo {
 // token makes another, so none can widen its own scope. The token carries
 // the user's current generation, so it dies with the user's other tokens
 // when the user is disabled, deleted, or has its password changed or its
-// tokens revoked.
-func (a *Authenticator) CreateAccessToken(ctx context.Context, p Principal, req AccessTokenRequest) (NewAccessToken, error) {
+// tokens revoked. It returns the token as [Authenticator.ListAccessTokens]
+// lists it, and the bearer credential, which is shown this once and never
+// again.
+func (a *Authenticator) CreateAccessToken(ctx context.Context, p Principal, req AccessTokenRequest) (AccessToken, string, error) {
 	if a.access == nil {
-		return NewAccessToken{}, ErrAccessTokensOff
+		return AccessToken{}, "", ErrAccessTokensOff
 	}
 	name, err := PrepareUsername(req.UserName)
 	if err != nil {
-		return NewAccessToken{}, err
+		return AccessToken{}, "", err
 	}
 	if !p.IsMaster() && (p.Kind != KindUser || p.Name != name) {
-		return NewAccessToken{}, ErrForbidden
+		return AccessToken{}, "", ErrForbidden
 	}
 	now := a.now()
 	t, err := a.newAccessTokenRecord(req, now)
 	if err != nil {
-		return NewAccessToken{}, err
+		return AccessToken{}, "", err
 	}
 	t.UserName, t.CreatedBy = name, p.Name
 	u, err := a.store.GetUser(ctx, name)
 	if err != nil {
-		return NewAccessToken{}, err
+		return AccessToken{}, "", err
 	}
 	if u.Disabled {
-		return NewAccessToken{}, ErrForbidden
+		return AccessToken{}, "", ErrForbidden
 	}
 	t.Generation = u.State.Generation
 	token, err := a.mintAccessToken(&t)
 	if err != nil {
-		return NewAccessToken{}, err
+		return AccessToken{}, "", err
 	}
 	if err := a.access.CreateAccessToken(ctx, t, a.cfg.MaxAccessTokens); err != nil {
-		return NewAccessToken{}, err
+		return AccessToken{}, "", err
 	}
 	a.emit(ctx, Event{Type: EventAccessTokenCreated, Kind: KindUser, Name: name, TokenID: t.ID, ActorKind: p.Kind, Actor: p.Name})
-	return NewAccessToken{AccessTokenInfo: accessTokenInfo(t), Token: token}, nil
+	return listed(t), token, nil
 }
 
 // newAccessTokenRecord checks req's name, expiry and scope, and returns
@@ -289,7 +264,7 @@ func (a *Authenticator) noteUse(r *accountRef[accountStatus], now time.Time) {
 
 // ListAccessTokens lists userName's live access tokens, without their
 // secrets, for p: the master key, the user, or one of the user's access tokens.
-func (a *Authenticator) ListAccessTokens(ctx context.Context, p Principal, userName string) ([]AccessTokenInfo, error) {
+func (a *Authenticator) ListAccessTokens(ctx context.Context, p Principal, userName string) ([]AccessToken, error) {
 	if a.access == nil {
 		return nil, ErrAccessTokensOff
 	}
@@ -310,17 +285,17 @@ func (a *Authenticator) ListAccessTokens(ctx context.Context, p Principal, userN
 	u, err := a.store.GetUser(ctx, name)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return []AccessTokenInfo{}, nil
+		return []AccessToken{}, nil
 	case errors.Is(err, ErrBrokenRecord):
 	case err != nil:
 		return nil, err
 	}
 	now := a.now()
-	out := make([]AccessTokenInfo, 0, len(ts))
+	out := make([]AccessToken, 0, len(ts))
 	for _, t := range ts {
 		revoked := err == nil && t.Generation != u.State.Generation
 		if !revoked && now.Before(t.ExpiresAt) {
-			out = append(out, accessTokenInfo(t))
+			out = append(out, listed(t))
 		}
 	}
 	return out, nil

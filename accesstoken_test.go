@@ -229,13 +229,13 @@ func TestAccessTokenScope(t *testing.T) {
 	f.addUser("alice", "correct horse battery")
 	ctx := context.Background()
 	master := nmauth.Principal{Kind: nmauth.KindMaster}
-	made, err := f.auth.CreateAccessToken(ctx, master, nmauth.AccessTokenRequest{
+	_, made, err := f.auth.CreateAccessToken(ctx, master, nmauth.AccessTokenRequest{
 		Name: "net", UserName: "alice", ReadOnly: true, Networks: []string{"office", "home", "office"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustCheck(t, f, made.Token)
+	p := mustCheck(t, f, made)
 	if got := p.Networks(); len(got) != 2 || got[0] != "home" || got[1] != "office" {
 		t.Fatalf("Networks() = %v, want [home office]", got)
 	}
@@ -258,7 +258,7 @@ func TestAccessTokenScope(t *testing.T) {
 		status          int
 	}{{http.MethodGet, "home", 204}, {http.MethodPut, "home", 403}, {http.MethodGet, "lab", 403}} {
 		req, _ := http.NewRequest(c.method, "/api/networks/"+c.network, nil)
-		req.Header.Set("Authorization", "Bearer "+made.Token)
+		req.Header.Set("Authorization", "Bearer "+made)
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, req)
 		if rec.Code != c.status {
@@ -288,15 +288,15 @@ func TestAccessTokenDiesWithUser(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
 			f.addUser("alice", "correct horse battery")
-			made, err := f.auth.CreateAccessToken(ctx, master, nmauth.AccessTokenRequest{Name: "x", UserName: "alice"})
+			_, made, err := f.auth.CreateAccessToken(ctx, master, nmauth.AccessTokenRequest{Name: "x", UserName: "alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			mustCheck(t, f, made.Token)
+			mustCheck(t, f, made)
 			if err := revoke(f.auth); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.auth.CheckBearer(ctx, made.Token); err == nil {
+			if _, err := f.auth.CheckBearer(ctx, made); err == nil {
 				t.Fatal("the access token outlived its user's " + name)
 			}
 		})
@@ -425,7 +425,7 @@ func TestDeadAccessTokensLeave(t *testing.T) {
 		if ttl > 0 {
 			req.ExpiresAt = f.clock.Now().Add(ttl)
 		}
-		_, err := f.auth.CreateAccessToken(ctx, master, req)
+		_, _, err := f.auth.CreateAccessToken(ctx, master, req)
 		return err
 	}
 	for _, name := range []string{"a", "b"} {

@@ -15,31 +15,34 @@ import (
 type AccessToken struct {
 	// ID names the token in lists and in revocation; it is the part of
 	// the token before its secret, and is no secret itself.
-	ID string
-	// UserName is the user the token acts for.
-	UserName string
+	ID string `json:"id"`
 	// Name is the label its creator gave it.
-	Name   string
-	Digest string
+	Name string `json:"name"`
+	// UserName is the user the token acts for.
+	UserName string `json:"userName"`
 	// ReadOnly and Networks are its scope; see [AccessTokenRequest].
-	ReadOnly bool
-	Networks []string
-	// Generation is the user's revocation generation when the token was
-	// made: the token dies when the user's moves (see
-	// [AccountState.Generation]).
-	Generation uint64
+	ReadOnly bool     `json:"readOnly"`
+	Networks []string `json:"networks,omitempty"`
 	// CreatedBy is the username of its creator, "" for the master key.
-	CreatedBy string
-	CreatedAt time.Time
-	ExpiresAt time.Time
+	CreatedBy string    `json:"createdBy"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
 	// LastUsed is when it was last checked, to the minute at best (see
 	// [AccessTokenStore.TouchAccessToken]); zero if never.
-	LastUsed time.Time
+	LastUsed time.Time `json:"lastUsed,omitzero"`
 	// Broken names the parts of the record the Store could not decode,
 	// as [User.Broken] does: set only by ListAccessTokens, which returns
 	// a broken token rather than fail the list. GetAccessToken of it
-	// returns a [*BrokenRecordError].
-	Broken []string
+	// returns a [*BrokenRecordError]. Such a token answers 500 until
+	// nmauthd check --repair deletes it.
+	Broken []string `json:"broken,omitempty"`
+
+	// Digest and Generation are for the Store alone:
+	// [Authenticator.ListAccessTokens] and [Authenticator.CreateAccessToken]
+	// leave them empty. Generation is the user's revocation generation
+	// when the token was made: the token dies when the user's moves.
+	Digest     string `json:"-"`
+	Generation uint64 `json:"-"`
 }
 
 // AccessTokenStore is implemented by a [Store] that keeps access tokens.

@@ -83,7 +83,7 @@ func TestAdminActionsAudited(t *testing.T) {
 			step(ad.EnableUser(ctx, "alice"), nmauth.EventUserEnabled, nmauth.KindUser, "alice")
 			step(ad.SetUserPassword(ctx, "alice", "another good password"), nmauth.EventUserPasswordSet, nmauth.KindUser, "alice")
 			step(ad.ResetTOTP(ctx, "alice"), nmauth.EventTOTPReset, nmauth.KindUser, "alice")
-			tok, err := a.CreateAccessToken(ctx, master, nmauth.AccessTokenRequest{Name: "ci", UserName: "alice"})
+			tok, _, err := a.CreateAccessToken(ctx, master, nmauth.AccessTokenRequest{Name: "ci", UserName: "alice"})
 			step(err, nmauth.EventAccessTokenCreated, nmauth.KindUser, "alice")
 			step(a.DeleteAccessToken(ctx, master, tok.ID), nmauth.EventAccessTokenRevoked, nmauth.KindUser, "alice")
 			step(ad.DeleteUser(ctx, "alice"), nmauth.EventUserDeleted, nmauth.KindUser, "alice")

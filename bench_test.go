@@ -141,13 +141,13 @@ func benchBearer(tb testing.TB) (warm, cold *Authenticator, creds benchCredentia
 	if err != nil {
 		tb.Fatal(err)
 	}
-	access, err := warm.CreateAccessToken(ctx, Principal{Kind: KindMaster}, AccessTokenRequest{Name: "bench", UserName: benchUser})
+	_, access, err := warm.CreateAccessToken(ctx, Principal{Kind: KindMaster}, AccessTokenRequest{Name: "bench", UserName: benchUser})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return warm, cold, benchCredentials{
 		user:   login.AuthToken,
-		access: access.Token,
+		access: access,
 		host:   host,
 		node:   node,
 		master: benchMasterKey,

@@ -48,6 +48,13 @@ func (a *Authenticator) logoutRoute() route {
 	return route{http.MethodPost, "/api/v1/users/logout", a.Middleware(http.HandlerFunc(a.serveLogout))}
 }
 
+// createdAccessToken is the answer of a creation: the only time a token's
+// secret is shown.
+type createdAccessToken struct {
+	AccessToken
+	Token string `json:"authToken"`
+}
+
 func (a *Authenticator) serveCreateAccessToken(w http.ResponseWriter, r *http.Request) {
 	var body accessTokenBody
 	err := decodeJSON(w, r, &body)
@@ -59,7 +66,7 @@ func (a *Authenticator) serveCreateAccessToken(w http.ResponseWriter, r *http.Re
 		return
 	}
 	p, _ := FromContext(r.Context())
-	t, err := a.CreateAccessToken(r.Context(), p, AccessTokenRequest{
+	t, token, err := a.CreateAccessToken(r.Context(), p, AccessTokenRequest{
 		Name: body.Name, UserName: body.UserName, ExpiresAt: body.ExpiresAt,
 		ReadOnly: body.ReadOnly, Networks: body.Networks,
 	})
@@ -69,10 +76,10 @@ func (a *Authenticator) serveCreateAccessToken(w http.ResponseWriter, r *http.Re
 	}
 	if a.cfg.Wire == WireNetmaker {
 		a.WriteResponse(w, r, http.StatusOK, "access token created for "+t.UserName,
-			netmakerUserLogin{UserName: t.UserName, AuthToken: t.Token})
+			netmakerUserLogin{UserName: t.UserName, AuthToken: token})
 		return
 	}
-	a.WriteResponse(w, r, http.StatusOK, "access token created", t)
+	a.WriteResponse(w, r, http.StatusOK, "access token created", createdAccessToken{t, token})
 }
 
 func (a *Authenticator) serveListAccessTokens(w http.ResponseWriter, r *http.Request) {
@@ -106,7 +113,7 @@ func (a *Authenticator) serveListAccessTokens(w http.ResponseWriter, r *http.Req
 }
 
 // ts0Name is the user a list is of, as stored.
-func ts0Name(ts []AccessTokenInfo, asked string) string {
+func ts0Name(ts []AccessToken, asked string) string {
 	if len(ts) > 0 {
 		return ts[0].UserName
 	}

@@ -25,7 +25,7 @@ func cachedTokens(t *testing.T, store Store, clock *fakeClock) (*Authenticator, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	access, err := a.CreateAccessToken(ctx, Principal{Kind: KindMaster}, AccessTokenRequest{Name: "ci", UserName: "alice", ReadOnly: true, Networks: []string{"net-1"}})
+	_, access, err := a.CreateAccessToken(ctx, Principal{Kind: KindMaster}, AccessTokenRequest{Name: "ci", UserName: "alice", ReadOnly: true, Networks: []string{"net-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func cachedTokens(t *testing.T, store Store, clock *fakeClock) (*Authenticator, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := map[string]string{"user": user.AuthToken, "access": access.Token, "host": host.AuthToken, "node": node}
+	tokens := map[string]string{"user": user.AuthToken, "access": access, "host": host.AuthToken, "node": node}
 	for _, tok := range tokens {
 		if _, err := a.CheckBearer(ctx, tok); err != nil {
 			t.Fatal(err)

@@ -26,12 +26,12 @@ func tokenCreate(ctx context.Context, c *cli, o *options, args []string) error {
 		req.ExpiresAt = at
 	}
 	return c.withBackend(ctx, o, func(b *backend) error {
-		t, err := b.auth.CreateAccessToken(ctx, master, req)
+		t, token, err := b.auth.CreateAccessToken(ctx, master, req)
 		if err != nil {
 			return adminError("user", args[0], err)
 		}
 		fmt.Fprintf(c.stdout, "access token %s for %q, expires %s; it is shown only now:\n%s\n",
-			t.ID, t.UserName, t.ExpiresAt.UTC().Format(time.RFC3339), t.Token)
+			t.ID, t.UserName, t.ExpiresAt.UTC().Format(time.RFC3339), token)
 		return nil
 	})
 }
