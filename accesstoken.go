@@ -119,7 +119,7 @@ func (a *Authenticator) CreateAccessToken(ctx context.Context, p Principal, req 
 	if u.Disabled {
 		return AccessToken{}, "", ErrForbidden
 	}
-	t.Generation = u.State.Generation
+	t.Generation = u.State.v.Generation
 	token, err := a.mintAccessToken(&t)
 	if err != nil {
 		return AccessToken{}, "", err
@@ -293,7 +293,7 @@ func (a *Authenticator) ListAccessTokens(ctx context.Context, p Principal, userN
 	now := a.now()
 	out := make([]AccessToken, 0, len(ts))
 	for _, t := range ts {
-		revoked := err == nil && t.Generation != u.State.Generation
+		revoked := err == nil && t.Generation != u.State.v.Generation
 		if !revoked && now.Before(t.ExpiresAt) {
 			out = append(out, listed(t))
 		}

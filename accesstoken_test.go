@@ -376,8 +376,8 @@ func TestLogout(t *testing.T) {
 		third := f.userToken("alice", "correct horse battery")
 		wantStatus(t, f.request(http.MethodPost, "/api/v1/users/logout", third, nil), http.StatusOK)
 		u, err := f.store.GetUser(ctx, "alice")
-		if err != nil || len(u.State.LoggedOut) != 1 {
-			t.Fatalf("logged-out tokens kept: %+v, %v; want only the live one", u.State.LoggedOut, err)
+		if err != nil || len(nmauth.StateOf(&u.State).LoggedOut) != 1 {
+			t.Fatalf("logged-out tokens kept: %+v, %v; want only the live one", nmauth.StateOf(&u.State).LoggedOut, err)
 		}
 		// An access token logs out by being deleted.
 		tok := f.createToken(testMasterKey, map[string]any{"name": "ci", "user_name": "alice"})

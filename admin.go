@@ -8,6 +8,8 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // Admin administers the users and hosts of an [Authenticator]: it creates,
@@ -41,7 +43,7 @@ func (ad *Admin) CreateUser(ctx context.Context, username, password string) erro
 		return err
 	}
 	defer a.status.forget(KindUser, name)
-	err = a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), State: UserState{AccountState: AccountState{Generation: gen}}})
+	err = a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), State: State{v: state.User{Account: state.Account{Generation: gen}}}})
 	a.audit(ctx, err, EventUserCreated, KindUser, name)
 	return err
 }
@@ -99,8 +101,8 @@ func (ad *Admin) ResetTOTP(ctx context.Context, username string) error {
 	a := ad.a
 	return a.updateUser(ctx, username, EventTOTPReset, func(u *User) {
 		u.TOTPSecret, u.RecoveryCodes = nil, nil
-		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
-		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
+		u.State.v.TOTPFailures, u.State.v.TOTPBlockedUntil = 0, time.Time{}
+		u.State.v.PreAuthID, u.State.v.PreAuthFailures = "", 0
 	})
 }
 
@@ -138,7 +140,7 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, event E
 	defer a.status.forget(KindUser, name)
 	err = a.store.UpdateUser(ctx, name, func(u *User) error {
 		change(u)
-		u.State.Generation++
+		u.State.v.Generation++
 		return nil
 	})
 	a.audit(ctx, err, event, KindUser, name)
@@ -193,7 +195,7 @@ func (ad *Admin) CreateHost(ctx context.Context, id, mac, password string) error
 		return err
 	}
 	defer a.status.forget(KindHost, id)
-	err = a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), State: AccountState{Generation: gen}})
+	err = a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), State: State{v: state.User{Account: state.Account{Generation: gen}}}})
 	a.audit(ctx, err, EventHostCreated, KindHost, id)
 	return err
 }
@@ -254,7 +256,7 @@ func (a *Authenticator) updateHost(ctx context.Context, id string, event EventTy
 	defer a.status.forget(KindHost, id)
 	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
 		change(h)
-		h.State.Generation++
+		h.State.v.Generation++
 		return nil
 	})
 	a.audit(ctx, err, event, KindHost, id)
@@ -460,7 +462,7 @@ func userInfo(u User, now time.Time) UserInfo {
 		Disabled:          u.Disabled,
 		TOTPEnabled:       u.TOTPEnabled(),
 		RecoveryCodesLeft: len(u.RecoveryCodes),
-		LockedUntil:       lockedUntil(now, u.State.PasswordClients, u.State.PasswordBlockedUntil, u.State.TOTPBlockedUntil),
+		LockedUntil:       lockedUntil(now, u.State.v.PasswordClients, u.State.v.PasswordBlockedUntil, u.State.v.TOTPBlockedUntil),
 		CreatedAt:         u.CreatedAt,
 		Broken:            slices.Clone(u.Broken),
 	}
@@ -482,7 +484,7 @@ func (ad *Admin) ListHosts(ctx context.Context, after string, limit int) ([]Host
 			ID:          h.ID,
 			MACAddress:  h.MACAddress,
 			Disabled:    h.Disabled,
-			LockedUntil: lockedUntil(now, h.State.PasswordClients, h.State.PasswordBlockedUntil),
+			LockedUntil: lockedUntil(now, h.State.v.PasswordClients, h.State.v.PasswordBlockedUntil),
 			CreatedAt:   h.CreatedAt,
 			Broken:      slices.Clone(h.Broken),
 		}
@@ -493,7 +495,7 @@ func (ad *Admin) ListHosts(ctx context.Context, after string, limit int) ([]Host
 // lockedUntil is the latest end among an account's backoffs, the
 // account-wide ones and those of each client address, or the zero time
 // when none lasts beyond now.
-func lockedUntil(now time.Time, clients []ClientFailures, accountWide ...time.Time) time.Time {
+func lockedUntil(now time.Time, clients []state.Client, accountWide ...time.Time) time.Time {
 	var last time.Time
 	for _, t := range accountWide {
 		if t.After(last) {

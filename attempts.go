@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // The attempt limits of password logins (users, hosts and nodes alike).
@@ -70,17 +72,17 @@ type account struct {
 	disabled *bool
 	failures *int
 	blocked  *time.Time
-	clients  *[]ClientFailures
+	clients  *[]state.Client
 }
 
 func userAccount(u *User) account {
 	return account{user: u, hash: &u.PasswordHash, disabled: &u.Disabled,
-		failures: &u.State.PasswordFailures, blocked: &u.State.PasswordBlockedUntil, clients: &u.State.PasswordClients}
+		failures: &u.State.v.PasswordFailures, blocked: &u.State.v.PasswordBlockedUntil, clients: &u.State.v.PasswordClients}
 }
 
 func hostAccount(h *Host) account {
 	return account{host: h, hash: &h.PasswordHash, disabled: &h.Disabled,
-		failures: &h.State.PasswordFailures, blocked: &h.State.PasswordBlockedUntil, clients: &h.State.PasswordClients}
+		failures: &h.State.v.PasswordFailures, blocked: &h.State.v.PasswordBlockedUntil, clients: &h.State.v.PasswordClients}
 }
 
 // takeAttempt checks the backoff that applies to client and, if there is
@@ -107,7 +109,7 @@ func takeAttempt(acc account, client string, now time.Time) time.Duration {
 func attemptWait(acc account, client string, now time.Time) time.Duration {
 	var wait time.Duration
 	known := false
-	if i := slices.IndexFunc(*acc.clients, func(c ClientFailures) bool { return c.Client == client }); i >= 0 {
+	if i := slices.IndexFunc(*acc.clients, func(c state.Client) bool { return c.Client == client }); i >= 0 {
 		c := (*acc.clients)[i]
 		wait, known = c.BlockedUntil.Sub(now), c.Known
 	}
@@ -123,8 +125,8 @@ func grantChanges(acc account, client string) bool {
 	if *acc.failures != 0 || !acc.blocked.IsZero() {
 		return true
 	}
-	i := slices.IndexFunc(*acc.clients, func(c ClientFailures) bool { return c.Client == client })
-	return i < 0 || (*acc.clients)[i] != ClientFailures{Client: client, Known: true}
+	i := slices.IndexFunc(*acc.clients, func(c state.Client) bool { return c.Client == client })
+	return i < 0 || (*acc.clients)[i] != state.Client{Client: client, Known: true}
 }
 
 // grantAttempt undoes the counting of a login that succeeded and marks
@@ -145,15 +147,15 @@ func resetAttempts(acc account) {
 // maxClientEntries it forgets the oldest unknown address, or if every
 // address is known, the oldest one: an attacker who rotates addresses can
 // push out other unknown addresses, never the owner's known ones.
-func clientEntry(clients *[]ClientFailures, client string) *ClientFailures {
-	if i := slices.IndexFunc(*clients, func(c ClientFailures) bool { return c.Client == client }); i >= 0 {
+func clientEntry(clients *[]state.Client, client string) *state.Client {
+	if i := slices.IndexFunc(*clients, func(c state.Client) bool { return c.Client == client }); i >= 0 {
 		return &(*clients)[i]
 	}
 	if len(*clients) >= maxClientEntries {
-		drop := max(slices.IndexFunc(*clients, func(c ClientFailures) bool { return !c.Known }), 0)
+		drop := max(slices.IndexFunc(*clients, func(c state.Client) bool { return !c.Known }), 0)
 		*clients = slices.Delete(*clients, drop, drop+1)
 	}
-	*clients = append(*clients, ClientFailures{Client: client})
+	*clients = append(*clients, state.Client{Client: client})
 	return &(*clients)[len(*clients)-1]
 }
 

@@ -524,7 +524,7 @@ func (a *Authenticator) grantUser(u *User, iat time.Time) (UserLogin, error) {
 	if u.TOTPEnabled() {
 		return a.grantPreAuth(u, iat)
 	}
-	gen := u.State.Generation
+	gen := u.State.v.Generation
 	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, issuedAt: iat, ttl: a.cfg.UserTokenTTL, generation: &gen})
 	return UserLogin{UserName: u.Name, AuthToken: tok}, err
 }
@@ -532,12 +532,12 @@ func (a *Authenticator) grantUser(u *User, iat time.Time) (UserLogin, error) {
 // grantPreAuth mints a pre-auth token, which becomes the one the user may
 // redeem.
 func (a *Authenticator) grantPreAuth(u *User, iat time.Time) (UserLogin, error) {
-	gen := u.State.Generation
+	gen := u.State.v.Generation
 	tok, jti, err := a.minter.mint(mintArgs{kind: kindPreAuth, subject: u.Name, issuedAt: iat, ttl: a.cfg.PreAuthTokenTTL, generation: &gen})
 	if err != nil {
 		return UserLogin{}, err
 	}
-	u.State.PreAuthID, u.State.PreAuthFailures = jti, 0
+	u.State.v.PreAuthID, u.State.v.PreAuthFailures = jti, 0
 	return UserLogin{UserName: u.Name, PreAuthToken: tok, TOTPRequired: true}, nil
 }
 
@@ -1034,7 +1034,7 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 			return fmt.Errorf("%w: MAC address %q is not the host's", ErrForbidden, mac)
 		}
 		args := token(id)
-		args.issuedAt, args.generation = iat, &h.State.Generation
+		args.issuedAt, args.generation = iat, &h.State.v.Generation
 		var err error
 		tok, _, err = a.minter.mint(args)
 		return err

@@ -181,7 +181,7 @@ func loadStatus(s Store, tokens AccessTokenStore) func(context.Context, accountK
 		case KindUser:
 			var u User
 			u, err = s.GetUser(ctx, k.name)
-			st = accountStatus{active: !u.Disabled, generation: u.State.Generation, loggedOut: loggedOutIDs(u.State.LoggedOut)}
+			st = accountStatus{active: !u.Disabled, generation: u.State.v.Generation, loggedOut: loggedOutIDs(u.State.v.LoggedOut)}
 		case KindAccessToken:
 			if tokens == nil {
 				return st, nil
@@ -191,7 +191,7 @@ func loadStatus(s Store, tokens AccessTokenStore) func(context.Context, accountK
 		case KindHost:
 			var h Host
 			h, err = s.GetHost(ctx, k.name)
-			st = accountStatus{active: !h.Disabled, generation: h.State.Generation}
+			st = accountStatus{active: !h.Disabled, generation: h.State.v.Generation}
 		}
 		if errors.Is(err, ErrNotFound) {
 			return accountStatus{}, nil

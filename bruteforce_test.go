@@ -222,14 +222,14 @@ func mintedFor(t *testing.T, f *fixture) func() string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return u.State.Generation
+		return nmauth.StateOf(&u.State).Generation
 	}
 	return func() string {
 		t.Helper()
 		c := fg.claims(audPreAuth, victim, f.clock.Now(), policyPreAuthTTL)
 		tok := fg.sign(t, audPreAuth, c)
 		err := f.store.UpdateUser(context.Background(), victim, func(u *nmauth.User) error {
-			u.State.PreAuthID, u.State.PreAuthFailures = c["jti"].(string), 0
+			nmauth.StateOf(&u.State).PreAuthID, nmauth.StateOf(&u.State).PreAuthFailures = c["jti"].(string), 0
 			return nil
 		})
 		if err != nil {
@@ -281,8 +281,8 @@ func TestTOTPBruteForceThirtyDays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.State.TOTPFailures != res.evaluated {
-		t.Errorf("store counts %d consecutive failures, the attacker made %d", u.State.TOTPFailures, res.evaluated)
+	if nmauth.StateOf(&u.State).TOTPFailures != res.evaluated {
+		t.Errorf("store counts %d consecutive failures, the attacker made %d", nmauth.StateOf(&u.State).TOTPFailures, res.evaluated)
 	}
 
 	rate := float64(res.evaluated) / window.Hours() // guesses per hour
@@ -315,8 +315,8 @@ func TestRightCodeDuringTOTPBackoff(t *testing.T) {
 				switch r.status {
 				case http.StatusUnauthorized:
 					n++
-					if u, _ := f.store.GetUser(ctx, victim); u.State.TOTPFailures != n {
-						t.Fatalf("after %d wrong codes the store counts %d", n, u.State.TOTPFailures)
+					if u, _ := f.store.GetUser(ctx, victim); nmauth.StateOf(&u.State).TOTPFailures != n {
+						t.Fatalf("after %d wrong codes the store counts %d", n, nmauth.StateOf(&u.State).TOTPFailures)
 					}
 				case http.StatusTooManyRequests:
 					s, _ := strconv.Atoi(r.header.Get("Retry-After"))
@@ -344,8 +344,8 @@ func TestRightCodeDuringTOTPBackoff(t *testing.T) {
 				pre = f.preAuthToken(victim, victimPassword)
 			}
 			wantStatus(t, f.verifyTOTP(victim, pre, f.code(secret, 0)), http.StatusOK)
-			if u, _ := f.store.GetUser(ctx, victim); u.State.TOTPFailures != 0 || !u.State.TOTPBlockedUntil.IsZero() {
-				t.Fatalf("after the right code: %d failures, blocked until %s", u.State.TOTPFailures, u.State.TOTPBlockedUntil)
+			if u, _ := f.store.GetUser(ctx, victim); nmauth.StateOf(&u.State).TOTPFailures != 0 || !nmauth.StateOf(&u.State).TOTPBlockedUntil.IsZero() {
+				t.Fatalf("after the right code: %d failures, blocked until %s", nmauth.StateOf(&u.State).TOTPFailures, nmauth.StateOf(&u.State).TOTPBlockedUntil)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 const (
@@ -67,10 +68,10 @@ func newScene(t *testing.T) *scene {
 	s.fg.gen = func(aud, sub string) uint64 {
 		if aud == audHost {
 			h, _ := s.store.GetHost(context.Background(), sub)
-			return h.State.Generation
+			return nmauth.StateOf(&h.State).Generation
 		}
 		u, _ := s.store.GetUser(context.Background(), sub)
-		return u.State.Generation
+		return nmauth.StateOf(&u.State).Generation
 	}
 	for _, name := range []string{"alice", "bob", "carol"} {
 		s.addUser(name, attackPassword)
@@ -166,7 +167,7 @@ func (s *scene) checkForger(t *testing.T) {
 		}
 	}
 	pre := s.fg.claims(audPreAuth, "carol", now, 5*time.Minute)
-	pre["jti"] = s.baseline.Users["carol"].State.PreAuthID
+	pre["jti"] = state.Of(s.baseline.Users["carol"].State).PreAuthID
 	_, err := s.auth.VerifyTOTP(ctx, s.fg.sign(t, audPreAuth, pre), "carol", s.wrongCode())
 	if !errors.Is(err, nmauth.ErrInvalidCode) {
 		t.Fatalf("forged pre-auth token with the live id: %v, want the code judged wrong", err)
@@ -254,7 +255,7 @@ const attackClient = "127.0.0.1"
 
 // clientFailed counts one failure from attackClient in a record's
 // per-client list.
-func clientFailed(clients []nmauth.ClientFailures) []nmauth.ClientFailures {
+func clientFailed(clients []state.Client) []state.Client {
 	out := slices.Clone(clients)
 	for i := range out {
 		if out[i].Client == attackClient {
@@ -262,14 +263,14 @@ func clientFailed(clients []nmauth.ClientFailures) []nmauth.ClientFailures {
 			return out
 		}
 	}
-	return append(out, nmauth.ClientFailures{Client: attackClient, Failures: 1})
+	return append(out, state.Client{Client: attackClient, Failures: 1})
 }
 
 func passwordFailed(name string) func(*storeState) {
 	return func(s *storeState) {
 		s.user(name, func(u *nmauth.User) {
-			u.State.PasswordFailures++
-			u.State.PasswordClients = clientFailed(u.State.PasswordClients)
+			nmauth.StateOf(&u.State).PasswordFailures++
+			nmauth.StateOf(&u.State).PasswordClients = clientFailed(nmauth.StateOf(&u.State).PasswordClients)
 		})
 	}
 }
@@ -277,21 +278,24 @@ func passwordFailed(name string) func(*storeState) {
 func hostPasswordFailed(id string) func(*storeState) {
 	return func(s *storeState) {
 		s.host(id, func(h *nmauth.Host) {
-			h.State.PasswordFailures++
-			h.State.PasswordClients = clientFailed(h.State.PasswordClients)
+			nmauth.StateOf(&h.State).PasswordFailures++
+			nmauth.StateOf(&h.State).PasswordClients = clientFailed(nmauth.StateOf(&h.State).PasswordClients)
 		})
 	}
 }
 
 // clientBlocked puts attackClient in backoff after n failures until the
 // given time.
-func clientBlocked(n int, until time.Time) []nmauth.ClientFailures {
-	return []nmauth.ClientFailures{{Client: attackClient, Failures: n, BlockedUntil: until, Known: true}}
+func clientBlocked(n int, until time.Time) []state.Client {
+	return []state.Client{{Client: attackClient, Failures: n, BlockedUntil: until, Known: true}}
 }
 
 func codeFailed(name string) func(*storeState) {
 	return func(s *storeState) {
-		s.user(name, func(u *nmauth.User) { u.State.TOTPFailures++; u.State.PreAuthFailures++ })
+		s.user(name, func(u *nmauth.User) {
+			nmauth.StateOf(&u.State).TOTPFailures++
+			nmauth.StateOf(&u.State).PreAuthFailures++
+		})
 	}
 }
 
@@ -301,9 +305,9 @@ func userBlocked(name string, n int, until time.Time, totp bool) func(*storeStat
 	return func(s *storeState) {
 		s.user(name, func(u *nmauth.User) {
 			if totp {
-				u.State.TOTPFailures, u.State.TOTPBlockedUntil = n, until
+				nmauth.StateOf(&u.State).TOTPFailures, nmauth.StateOf(&u.State).TOTPBlockedUntil = n, until
 			} else {
-				u.State.PasswordFailures, u.State.PasswordClients = n, clientBlocked(n, until)
+				nmauth.StateOf(&u.State).PasswordFailures, nmauth.StateOf(&u.State).PasswordClients = n, clientBlocked(n, until)
 			}
 		})
 	}
@@ -329,7 +333,7 @@ func (s *scene) cases(t *testing.T) []hostileCase {
 
 	forgedPre := func(edit func(jwt.MapClaims)) string {
 		c := s.fg.claims(audPreAuth, "carol", now, 5*time.Minute)
-		c["jti"] = s.baseline.Users["carol"].State.PreAuthID
+		c["jti"] = state.Of(s.baseline.Users["carol"].State).PreAuthID
 		edit(c)
 		return s.fg.sign(t, audPreAuth, c)
 	}
@@ -394,7 +398,7 @@ func (s *scene) cases(t *testing.T) []hostileCase {
 		{name: "host right password during backoff", req: hostLogin(jsonBody("id", "host-1", "password", hostPassword)), status: 429,
 			setup: func(st *storeState) {
 				st.host("host-1", func(h *nmauth.Host) {
-					h.State.PasswordFailures, h.State.PasswordClients = 6, clientBlocked(6, now.Add(2*time.Second))
+					nmauth.StateOf(&h.State).PasswordFailures, nmauth.StateOf(&h.State).PasswordClients = 6, clientBlocked(6, now.Add(2*time.Second))
 				})
 			}},
 		{name: "host body over 64 KiB", req: hostLogin(tooBig), status: 413},
@@ -538,7 +542,7 @@ func (s *scene) cases(t *testing.T) []hostileCase {
 		{name: "verify forged pre-auth token, live id, expired", req: verify(verifyPath("carol"), forgedPre(func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Second).Unix() }), goodCode), status: 401},
 		{name: "verify pre-auth audience signed with the user key", req: verify(verifyPath("carol"), func() string {
 			c := s.fg.claims(audPreAuth, "carol", now, 5*time.Minute)
-			c["jti"] = s.baseline.Users["carol"].State.PreAuthID
+			c["jti"] = state.Of(s.baseline.Users["carol"].State).PreAuthID
 			return s.fg.sign(t, audUser, c)
 		}(), goodCode), status: 401},
 		{name: "verify pre-auth payload edited to live longer, old signature", req: verify(verifyPath("carol"), editSegment(t, s.pre, 1, func(c map[string]any) { c["exp"] = now.Add(time.Hour).Unix() }), goodCode), status: 401},

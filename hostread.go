@@ -37,19 +37,19 @@ func (s *SQLStore) GetHostLogin(ctx context.Context, id string) (Host, error) {
 	var clients string
 	var pwBlocked, gen int64
 	err := s.getHostLogin.QueryRowContext(ctx, id).Scan(&h.MACAddress, &h.PasswordHash, &h.Disabled,
-		&h.State.PasswordFailures, &pwBlocked, &clients, &gen)
+		&h.State.v.PasswordFailures, &pwBlocked, &clients, &gen)
 	if err != nil {
 		return Host{}, readErr("get host login", err)
 	}
 	if clients != "[]" {
 		d := columnDecoder{kind: "host", key: id}
-		decodeColumn(&d, "password_clients", clients, &h.State.PasswordClients)
+		decodeColumn(&d, "password_clients", clients, &h.State.v.PasswordClients)
 		if err := d.err(); err != nil {
 			return Host{}, err
 		}
 	}
-	h.State.PasswordBlockedUntil = decodeTime(pwBlocked)
-	h.State.Generation = uint64(gen)
+	h.State.v.PasswordBlockedUntil = decodeTime(pwBlocked)
+	h.State.v.Generation = uint64(gen)
 	return h, nil
 }
 

@@ -76,8 +76,8 @@ func TestRefusedMACIsNoFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.State.PasswordFailures != 0 {
-		t.Errorf("after ten refused MAC addresses the host has %d failures, want 0", h.State.PasswordFailures)
+	if h.State.v.PasswordFailures != 0 {
+		t.Errorf("after ten refused MAC addresses the host has %d failures, want 0", h.State.v.PasswordFailures)
 	}
 	if _, err := a.LoginHost(ctx, "host-1", "aa:bb:cc:dd:ee:01", "right password"); err != nil {
 		t.Errorf("login from the registered MAC after the refusals: %v", err)

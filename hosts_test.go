@@ -108,10 +108,10 @@ func TestRefusedNodeLoginIsNoFailure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.State.PasswordFailures != 0 {
-				t.Errorf("PasswordFailures = %d after refused node logins with the right password, want 0", h.State.PasswordFailures)
+			if nmauth.StateOf(&h.State).PasswordFailures != 0 {
+				t.Errorf("PasswordFailures = %d after refused node logins with the right password, want 0", nmauth.StateOf(&h.State).PasswordFailures)
 			}
-			for _, c := range h.State.PasswordClients {
+			for _, c := range nmauth.StateOf(&h.State).PasswordClients {
 				if c.Failures != 0 || !c.BlockedUntil.IsZero() {
 					t.Errorf("client %s: %d failures, blocked until %v, want none", c.Client, c.Failures, c.BlockedUntil)
 				}

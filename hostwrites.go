@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // HostBatchStore is implemented by a [Store] that can apply the updates
@@ -69,7 +71,7 @@ type hostWrite struct {
 	// since, so that a failure counted after the login is never lost.
 	failures int
 	blocked  time.Time
-	clients  []ClientFailures
+	clients  []state.Client
 }
 
 // newHostWrite is the write that grantLogin would make for a right
@@ -100,8 +102,8 @@ func (w *hostWrite) apply(h *Host) error {
 	return nil
 }
 
-func sameClients(a, b []ClientFailures) bool {
-	return slices.EqualFunc(a, b, func(x, y ClientFailures) bool {
+func sameClients(a, b []state.Client) bool {
+	return slices.EqualFunc(a, b, func(x, y state.Client) bool {
 		return x.Client == y.Client && x.Failures == y.Failures && x.Known == y.Known && x.BlockedUntil.Equal(y.BlockedUntil)
 	})
 }

@@ -130,7 +130,7 @@ func (a *Authenticator) importUser(ctx context.Context, in ImportedUser, write b
 			return r, err
 		}
 	}
-	if u.State.Generation, err = a.firstGeneration(); err != nil {
+	if u.State.v.Generation, err = a.firstGeneration(); err != nil {
 		return r, err
 	}
 	defer a.status.forget(KindUser, name)
@@ -240,7 +240,7 @@ func (a *Authenticator) importHost(ctx context.Context, in ImportedHost, write b
 		return r, Host{}, err
 	}
 	h := Host{ID: id, MACAddress: mac, PasswordHash: hash, Disabled: in.Disabled, CreatedAt: a.now()}
-	h.State.Generation, err = a.firstGeneration()
+	h.State.v.Generation, err = a.firstGeneration()
 	return r, h, err
 }
 

@@ -52,7 +52,7 @@ func TestListAccounts(t *testing.T) {
 	}
 	lockedUntil := f.clock.Now().Add(10 * time.Minute)
 	if err := f.store.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-		u.State.PasswordBlockedUntil = lockedUntil
+		nmauth.StateOf(&u.State).PasswordBlockedUntil = lockedUntil
 		return nil
 	}); err != nil {
 		t.Fatal(err)

@@ -43,8 +43,8 @@ func TestConcurrentGuessesAreCounted(t *testing.T) {
 		t.Fatalf("answers %v, want %d × 401 and %d × 429", counts, clientFreeFailures, 40-clientFreeFailures)
 	}
 	u, _ := a.store.GetUser(context.Background(), "alice")
-	if u.State.PasswordFailures != clientFreeFailures {
-		t.Fatalf("PasswordFailures = %d, want %d", u.State.PasswordFailures, clientFreeFailures)
+	if u.State.v.PasswordFailures != clientFreeFailures {
+		t.Fatalf("PasswordFailures = %d, want %d", u.State.v.PasswordFailures, clientFreeFailures)
 	}
 }
 

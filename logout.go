@@ -3,6 +3,8 @@ package nmauth
 import (
 	"context"
 	"slices"
+
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // maxLoggedOut bounds the logged-out tokens a user keeps: past it, a
@@ -32,17 +34,17 @@ func (a *Authenticator) Logout(ctx context.Context, p Principal) error {
 	}
 	now := a.now()
 	err := a.store.UpdateUser(ctx, p.Name, func(u *User) error {
-		live := slices.DeleteFunc(u.State.LoggedOut, func(t LoggedOutToken) bool { return !now.Before(t.Until) })
-		if slices.ContainsFunc(live, func(t LoggedOutToken) bool { return t.ID == p.TokenID }) {
-			u.State.LoggedOut = live
+		live := slices.DeleteFunc(u.State.v.LoggedOut, func(t state.LoggedOut) bool { return !now.Before(t.Until) })
+		if slices.ContainsFunc(live, func(t state.LoggedOut) bool { return t.ID == p.TokenID }) {
+			u.State.v.LoggedOut = live
 			return nil
 		}
 		if len(live) >= maxLoggedOut {
-			u.State.LoggedOut = nil
-			u.State.Generation++
+			u.State.v.LoggedOut = nil
+			u.State.v.Generation++
 			return nil
 		}
-		u.State.LoggedOut = append(live, LoggedOutToken{ID: p.TokenID, Until: p.ExpiresAt})
+		u.State.v.LoggedOut = append(live, state.LoggedOut{ID: p.TokenID, Until: p.ExpiresAt})
 		return nil
 	})
 	if err != nil {
@@ -54,7 +56,7 @@ func (a *Authenticator) Logout(ctx context.Context, p Principal) error {
 }
 
 // loggedOutIDs lists the ids of logged-out tokens, nil for none.
-func loggedOutIDs(ts []LoggedOutToken) []string {
+func loggedOutIDs(ts []state.LoggedOut) []string {
 	if len(ts) == 0 {
 		return nil
 	}

@@ -202,8 +202,8 @@ func TestMachineFailuresCounted(t *testing.T) {
 		}
 	}
 	h, _ := f.store.MemoryStore.GetHost(context.Background(), "h1")
-	if h.State.PasswordFailures != 5 {
-		t.Errorf("%d failures stored, want 5", h.State.PasswordFailures)
+	if nmauth.StateOf(&h.State).PasswordFailures != 5 {
+		t.Errorf("%d failures stored, want 5", nmauth.StateOf(&h.State).PasswordFailures)
 	}
 	for _, pw := range []string{netclientPassword(), secret} {
 		if _, err := f.auth.LoginHost(f.ctx, "h1", "", pw); !errors.Is(err, nmauth.ErrThrottled) {
@@ -295,7 +295,9 @@ func TestMachineSecretUpgrade(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newMachineFixture(t, &countingStore{MemoryStore: nmauth.NewMemoryStore()})
-			if err := f.store.CreateHost(context.Background(), nmauth.Host{ID: "h1", PasswordHash: c.stored, State: nmauth.AccountState{Generation: 7}}); err != nil {
+			h := nmauth.Host{ID: "h1", PasswordHash: c.stored}
+			nmauth.StateOf(&h.State).Generation = 7
+			if err := f.store.CreateHost(context.Background(), h); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := f.auth.LoginHost(f.ctx, "h1", "", "wrong-"+c.secret); !errors.Is(err, nmauth.ErrInvalidCredentials) {

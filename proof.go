@@ -109,7 +109,7 @@ func (a *Authenticator) issueUserToken(ctx context.Context, username string, sec
 	case err != nil:
 		return UserLogin{}, err
 	}
-	gen := u.State.Generation
+	gen := u.State.v.Generation
 	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: secondFactor, issuedAt: a.now(), ttl: a.cfg.UserTokenTTL, generation: &gen})
 	if err != nil {
 		return UserLogin{}, err

@@ -145,9 +145,9 @@ func TestRedeemPreAuthFailures(t *testing.T) {
 		t.Fatalf("a proof after the backoff: %v", err)
 	}
 	u, err := f.store.GetUser(ctx, "alice")
-	if err != nil || u.State.TOTPFailures != 0 || !u.State.TOTPBlockedUntil.IsZero() || u.State.PreAuthID != "" {
+	if err != nil || nmauth.StateOf(&u.State).TOTPFailures != 0 || !nmauth.StateOf(&u.State).TOTPBlockedUntil.IsZero() || nmauth.StateOf(&u.State).PreAuthID != "" {
 		t.Errorf("after a proof that held: failures %d, blocked until %v, pre-auth id %q (%v); want all cleared",
-			u.State.TOTPFailures, u.State.TOTPBlockedUntil, u.State.PreAuthID, err)
+			nmauth.StateOf(&u.State).TOTPFailures, nmauth.StateOf(&u.State).TOTPBlockedUntil, nmauth.StateOf(&u.State).PreAuthID, err)
 	}
 }
 

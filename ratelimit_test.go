@@ -27,7 +27,7 @@ func TestClientLimit(t *testing.T) {
 	if r.header.Get("Retry-After") != "1" {
 		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
 	}
-	if u, _ := f.store.GetUser(t.Context(), "alice"); u.State.PasswordFailures != 0 {
+	if u, _ := f.store.GetUser(t.Context(), "alice"); nmauth.StateOf(&u.State).PasswordFailures != 0 {
 		t.Fatal("a refused attempt reached the account")
 	}
 	// The limit covers host login and verify-totp too.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 var _ RepairStore = (*SQLStore)(nil)
@@ -22,9 +24,9 @@ var sqlRepairable = []struct {
 	check func(string) error
 }{
 	{"user", "nmauth_users", "name", "recovery_codes", "UPDATE nmauth_users SET recovery_codes = '[]' WHERE name = ?", checkList[string]},
-	{"user", "nmauth_users", "name", "password_clients", "UPDATE nmauth_users SET password_clients = '[]' WHERE name = ?", checkList[ClientFailures]},
-	{"user", "nmauth_users", "name", "logged_out", "UPDATE nmauth_users SET logged_out = '[]', generation = generation + 1 WHERE name = ?", checkList[LoggedOutToken]},
-	{"host", "nmauth_hosts", "id", "password_clients", "UPDATE nmauth_hosts SET password_clients = '[]' WHERE id = ?", checkList[ClientFailures]},
+	{"user", "nmauth_users", "name", "password_clients", "UPDATE nmauth_users SET password_clients = '[]' WHERE name = ?", checkList[state.Client]},
+	{"user", "nmauth_users", "name", "logged_out", "UPDATE nmauth_users SET logged_out = '[]', generation = generation + 1 WHERE name = ?", checkList[state.LoggedOut]},
+	{"host", "nmauth_hosts", "id", "password_clients", "UPDATE nmauth_hosts SET password_clients = '[]' WHERE id = ?", checkList[state.Client]},
 	{"access token", "nmauth_access_tokens", "id", "networks", "DELETE FROM nmauth_access_tokens WHERE id = ?", checkList[string]},
 }
 

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // Dialect names the SQL database behind a [SQLStore].
@@ -780,15 +782,15 @@ func userArgs(u User) ([]any, error) {
 	if err != nil {
 		return nil, wrapSQL("encode recovery codes", err)
 	}
-	clients, err := encodeClients(u.State.PasswordClients)
+	clients, err := encodeClients(u.State.v.PasswordClients)
 	if err != nil {
 		return nil, err
 	}
-	times, err := encodeTimes(u.State.TOTPBlockedUntil, u.State.PasswordBlockedUntil, u.CreatedAt)
+	times, err := encodeTimes(u.State.v.TOTPBlockedUntil, u.State.v.PasswordBlockedUntil, u.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
-	loggedOut, err := encodeList(u.State.LoggedOut, "logged-out tokens")
+	loggedOut, err := encodeList(u.State.v.LoggedOut, "logged-out tokens")
 	if err != nil {
 		return nil, err
 	}
@@ -798,15 +800,15 @@ func userArgs(u User) ([]any, error) {
 	}
 	return []any{
 		u.Name, u.PasswordHash, u.Disabled,
-		secret, u.State.TOTPLastStep, u.State.TOTPFailures, times[0],
-		u.State.PreAuthID, u.State.PreAuthFailures, string(codes),
-		u.State.PasswordFailures, times[1], clients,
-		int64(u.State.Generation), times[2], loggedOut,
+		secret, u.State.v.TOTPLastStep, u.State.v.TOTPFailures, times[0],
+		u.State.v.PreAuthID, u.State.v.PreAuthFailures, string(codes),
+		u.State.v.PasswordFailures, times[1], clients,
+		int64(u.State.v.Generation), times[2], loggedOut,
 	}, nil
 }
 
 // encodeClients writes the per-client failures as JSON, "[]" for none.
-func encodeClients(cs []ClientFailures) (string, error) {
+func encodeClients(cs []state.Client) (string, error) {
 	return encodeList(cs, "client failures")
 }
 
@@ -836,18 +838,18 @@ func decodeList[T any](s string) ([]T, error) {
 
 // hostArgs returns h's column values in the order of sqlHostColumns.
 func hostArgs(h Host) ([]any, error) {
-	clients, err := encodeClients(h.State.PasswordClients)
+	clients, err := encodeClients(h.State.v.PasswordClients)
 	if err != nil {
 		return nil, err
 	}
-	times, err := encodeTimes(h.State.PasswordBlockedUntil, h.CreatedAt)
+	times, err := encodeTimes(h.State.v.PasswordBlockedUntil, h.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
 	return []any{
 		h.ID, h.MACAddress, h.PasswordHash, h.Disabled,
-		h.State.PasswordFailures, times[0], clients,
-		int64(h.State.Generation), times[1],
+		h.State.v.PasswordFailures, times[0], clients,
+		int64(h.State.v.Generation), times[1],
 	}, nil
 }
 
@@ -868,9 +870,9 @@ func scanUser(row rowScanner) (User, error) {
 	)
 	err := row.Scan(
 		&u.Name, &u.PasswordHash, &u.Disabled,
-		&u.TOTPSecret, &u.State.TOTPLastStep, &u.State.TOTPFailures, &totpBlocked,
-		&u.State.PreAuthID, &u.State.PreAuthFailures, &codes,
-		&u.State.PasswordFailures, &pwBlocked, &clients,
+		&u.TOTPSecret, &u.State.v.TOTPLastStep, &u.State.v.TOTPFailures, &totpBlocked,
+		&u.State.v.PreAuthID, &u.State.v.PreAuthFailures, &codes,
+		&u.State.v.PasswordFailures, &pwBlocked, &clients,
 		&gen, &made, &loggedOut,
 	)
 	if err != nil {
@@ -878,12 +880,12 @@ func scanUser(row rowScanner) (User, error) {
 	}
 	d := columnDecoder{kind: "user", key: u.Name}
 	decodeColumn(&d, "recovery_codes", codes, &u.RecoveryCodes)
-	decodeColumn(&d, "password_clients", clients, &u.State.PasswordClients)
-	decodeColumn(&d, "logged_out", loggedOut, &u.State.LoggedOut)
+	decodeColumn(&d, "password_clients", clients, &u.State.v.PasswordClients)
+	decodeColumn(&d, "logged_out", loggedOut, &u.State.v.LoggedOut)
 	u.Broken = d.broken
-	u.State.TOTPBlockedUntil = decodeTime(totpBlocked)
-	u.State.PasswordBlockedUntil = decodeTime(pwBlocked)
-	u.State.Generation = uint64(gen)
+	u.State.v.TOTPBlockedUntil = decodeTime(totpBlocked)
+	u.State.v.PasswordBlockedUntil = decodeTime(pwBlocked)
+	u.State.v.Generation = uint64(gen)
 	u.CreatedAt = decodeTime(made)
 	return u, d.err()
 }
@@ -897,17 +899,17 @@ func scanHost(row rowScanner) (Host, error) {
 	)
 	err := row.Scan(
 		&h.ID, &h.MACAddress, &h.PasswordHash, &h.Disabled,
-		&h.State.PasswordFailures, &pwBlocked, &clients,
+		&h.State.v.PasswordFailures, &pwBlocked, &clients,
 		&gen, &made,
 	)
 	if err != nil {
 		return Host{}, err
 	}
 	d := columnDecoder{kind: "host", key: h.ID}
-	decodeColumn(&d, "password_clients", clients, &h.State.PasswordClients)
+	decodeColumn(&d, "password_clients", clients, &h.State.v.PasswordClients)
 	h.Broken = d.broken
-	h.State.PasswordBlockedUntil = decodeTime(pwBlocked)
-	h.State.Generation = uint64(gen)
+	h.State.v.PasswordBlockedUntil = decodeTime(pwBlocked)
+	h.State.v.Generation = uint64(gen)
 	h.CreatedAt = decodeTime(made)
 	return h, d.err()
 }

@@ -2,12 +2,15 @@ package nmauth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // ErrNotFound is returned by a [Store] read or update when the record does
@@ -89,80 +92,35 @@ type User struct {
 	// a read or an update of it returns a [*BrokenRecordError].
 	Broken []string
 
-	// State is what nmauth keeps of the user from one call to the next.
-	// A Store keeps it whole, as it keeps the other fields; an application
-	// has no need to read it.
-	State UserState
+	// State is what nmauth keeps of the user from one call to the next:
+	// its login counters, its TOTP replay and attempt state, and its
+	// revocation generation. A Store keeps it whole, as it keeps the other
+	// fields.
+	State State
 }
 
-// UserState is the part of a [User] record that only nmauth reads and
-// writes: its login counters, its TOTP replay and attempt state, and its
-// revocation generation.
-type UserState struct {
-	AccountState
-
-	// TOTPLastStep is the last accepted 30-second step: a code is accepted
-	// only for a later step, so no code is ever used twice.
-	TOTPLastStep int64
-	// TOTPFailures counts consecutive wrong codes across all pre-auth
-	// tokens; it drives the backoff and resets on a correct code.
-	TOTPFailures int
-	// TOTPBlockedUntil is the end of the current TOTP backoff.
-	TOTPBlockedUntil time.Time
-	// PreAuthID is the jti of the one pre-auth token that may still be
-	// redeemed; a new login replaces it and a correct code consumes it.
-	PreAuthID string
-	// PreAuthFailures counts wrong codes sent with PreAuthID.
-	PreAuthFailures int
-	// LoggedOut holds the user tokens revoked by a logout until they
-	// would have expired (see [Authenticator.Logout]).
-	LoggedOut []LoggedOutToken
+// State is what nmauth keeps of an account from one call to the next, in
+// a [User] or [Host] record. It is opaque: nothing in it is for an
+// application to read or change. A Store keeps it as it keeps the other
+// fields: a Store in memory by keeping the value and copying it with the
+// record, any other by its text form, which MarshalText gives and
+// UnmarshalText takes back (a JSON object: text, json, gob and yaml
+// encoders use them unasked). The zero State is an account's first.
+type State struct {
+	v state.User
 }
 
-// LoggedOutToken is one user token revoked by a logout.
-type LoggedOutToken struct {
-	// ID is the token's jti.
-	ID string `json:"i"`
-	// Until is when the token expires; past it the entry can go.
-	Until time.Time `json:"u"`
-}
+// MarshalText returns the state's text form, for a Store to keep.
+func (s State) MarshalText() ([]byte, error) { return json.Marshal(s.v) }
 
-// AccountState is the state that users and hosts alike keep for nmauth:
-// their password attempts and their revocation generation.
-type AccountState struct {
-	// PasswordFailures counts consecutive password attempts that did not
-	// succeed, from every client: an attempt is counted before its password
-	// is checked (a machine secret's after) and the count resets when one
-	// succeeds.
-	PasswordFailures int
-	// PasswordBlockedUntil is the end of the account-wide backoff, which
-	// starts only past the account's ceiling of failures.
-	PasswordBlockedUntil time.Time
-	// PasswordClients counts the failures per client address, oldest
-	// first.
-	PasswordClients []ClientFailures
-
-	// Generation is the account's revocation counter: every token carries
-	// the generation it was minted under and dies when the counter moves.
-	// It starts at a random value, so a re-created account never matches
-	// the tokens of a deleted one.
-	Generation uint64
-}
-
-// ClientFailures is the attempt count of one client address (an IPv4
-// address or an IPv6 /64) against one account.
-type ClientFailures struct {
-	// Client is the address or prefix in text form; "" when the caller
-	// gave no address.
-	Client string `json:"c"`
-	// Failures counts consecutive attempts from Client that did not
-	// succeed.
-	Failures int `json:"f"`
-	// BlockedUntil is the end of Client's backoff.
-	BlockedUntil time.Time `json:"b"`
-	// Known marks a client that has logged in to the account: the
-	// account-wide backoff never applies to it.
-	Known bool `json:"k,omitempty"`
+// UnmarshalText sets the state from the text form MarshalText returned.
+func (s *State) UnmarshalText(b []byte) error {
+	var v state.User
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("nmauth: state: %w", err)
+	}
+	s.v = v
+	return nil
 }
 
 // TOTPEnabled reports whether the user has finished TOTP enrollment.
@@ -186,7 +144,7 @@ type Host struct {
 
 	// State is what nmauth keeps of the host from one call to the next;
 	// see [User.State].
-	State AccountState
+	State State
 }
 
 // Store keeps users, hosts and the counters that must hold across replicas.
@@ -454,8 +412,8 @@ func (s *MemoryStore) DeleteHost(ctx context.Context, id string) error {
 func cloneUser(u User) User {
 	u.TOTPSecret = slices.Clone(u.TOTPSecret)
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
-	u.State.PasswordClients = slices.Clone(u.State.PasswordClients)
-	u.State.LoggedOut = slices.Clone(u.State.LoggedOut)
+	u.State.v.PasswordClients = slices.Clone(u.State.v.PasswordClients)
+	u.State.v.LoggedOut = slices.Clone(u.State.v.LoggedOut)
 	u.Broken = slices.Clone(u.Broken)
 	return u
 }
@@ -486,7 +444,7 @@ func pageKeys[V any](k *sortedKeys, m map[string]V, after string, limit int) []s
 }
 
 func cloneHost(h Host) Host {
-	h.State.PasswordClients = slices.Clone(h.State.PasswordClients)
+	h.State.v.PasswordClients = slices.Clone(h.State.v.PasswordClients)
 	h.Broken = slices.Clone(h.Broken)
 	return h
 }

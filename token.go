@@ -71,7 +71,7 @@ type claims struct {
 	// factor (see [Principal.TOTP]).
 	TOTP bool `json:"totp,omitempty"`
 	// Generation is the account's revocation counter when the token was
-	// minted (see [AccountState.Generation]); user, pre-auth and host tokens must
+	// minted (see the Generation of [State]); user, pre-auth and host tokens must
 	// carry it. Absent from node tokens an application mints itself.
 	Generation generationClaim `json:"gen,omitzero"`
 }

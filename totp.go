@@ -140,7 +140,7 @@ func (a *Authenticator) InitTOTP(ctx context.Context, p Principal, username stri
 	}
 	return Enrollment{
 		URL:       url,
-		Signature: a.ring.signer().enrollmentSignature(u.Name, url, u.State.Generation, a.now().Add(a.cfg.EnrollmentTTL)),
+		Signature: a.ring.signer().enrollmentSignature(u.Name, url, u.State.v.Generation, a.now().Add(a.cfg.EnrollmentTTL)),
 		QRCode:    qrCode,
 	}, nil
 }
@@ -202,7 +202,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 		return Completion{}, err
 	}
 	now := a.now()
-	gen := u.State.Generation
+	gen := u.State.v.Generation
 	if !a.ring.checkEnrollment(u.Name, url, signature, gen, now) {
 		return Completion{}, ErrInvalidEnrollment
 	}
@@ -238,7 +238,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 		if err := a.authorizeEnrollment(p, u, now); err != nil {
 			return err
 		}
-		if u.State.Generation != gen {
+		if u.State.v.Generation != gen {
 			return ErrInvalidEnrollment
 		}
 		if needCurrent != (p.Kind != KindMaster && u.TOTPEnabled()) {
@@ -249,15 +249,15 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 				return r.abort
 			}
 		}
-		u.TOTPSecret, u.State.TOTPLastStep = sealed, step
-		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
-		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
+		u.TOTPSecret, u.State.v.TOTPLastStep = sealed, step
+		u.State.v.TOTPFailures, u.State.v.TOTPBlockedUntil = 0, time.Time{}
+		u.State.v.PreAuthID, u.State.v.PreAuthFailures = "", 0
 		u.RecoveryCodes = hashes
-		u.State.Generation++
+		u.State.v.Generation++
 		if p.Kind != KindUser {
 			return nil
 		}
-		g := u.State.Generation
+		g := u.State.v.Generation
 		var err error
 		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL, generation: &g})
 		return err
@@ -279,8 +279,8 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 // checkCurrentFactor checks the code of the second factor being replaced,
 // under the same backoff and counters as verify-totp.
 func (a *Authenticator) checkCurrentFactor(u *User, code string, recovery bool, now time.Time) secondFactor {
-	if now.Before(u.State.TOTPBlockedUntil) {
-		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.State.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
+	if now.Before(u.State.v.TOTPBlockedUntil) {
+		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.State.v.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
 	return a.matchSecondFactor(u, code, recovery, now)
 }
@@ -359,7 +359,7 @@ func (a *Authenticator) redeemPreAuth(ctx context.Context, name string, check fu
 		if r = check(u, now); r.abort != nil || r.failed != nil {
 			return r.abort
 		}
-		gen := u.State.Generation
+		gen := u.State.v.Generation
 		var err error
 		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL, generation: &gen})
 		return err
@@ -411,11 +411,11 @@ func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recov
 // second-factor backoff holds.
 func preAuthStanding(u *User, c *claims, now time.Time) error {
 	switch {
-	case u.Disabled, !c.Generation.present, c.Generation.value != u.State.Generation,
-		u.State.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.State.PreAuthID), []byte(c.ID)) != 1:
+	case u.Disabled, !c.Generation.present, c.Generation.value != u.State.v.Generation,
+		u.State.v.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.State.v.PreAuthID), []byte(c.ID)) != 1:
 		return ErrUnauthenticated
-	case now.Before(u.State.TOTPBlockedUntil):
-		return &RetryError{Reason: ErrThrottled, RetryAfter: u.State.TOTPBlockedUntil.Sub(now)}
+	case now.Before(u.State.v.TOTPBlockedUntil):
+		return &RetryError{Reason: ErrThrottled, RetryAfter: u.State.v.TOTPBlockedUntil.Sub(now)}
 	}
 	return nil
 }
@@ -443,9 +443,9 @@ func (a *Authenticator) matchSecondFactor(u *User, code string, recovery bool, n
 		if err != nil {
 			return secondFactor{abort: fmt.Errorf("%w: %w", errSealedSecret, err)}
 		}
-		step, replayed := matchTOTP(secret, code, now, u.State.TOTPLastStep)
+		step, replayed := matchTOTP(secret, code, now, u.State.v.TOTPLastStep)
 		if ok = step >= 0; ok {
-			u.State.TOTPLastStep = step
+			u.State.v.TOTPLastStep = step
 		} else if replayed {
 			r.event = EventTOTPReplayed
 		}
@@ -467,16 +467,16 @@ func (a *Authenticator) matchSecondFactor(u *User, code string, recovery bool, n
 // five, and in the user's backoff.
 func settleSecondFactor(u *User, passed bool, now time.Time) {
 	if passed {
-		u.State.TOTPFailures, u.State.TOTPBlockedUntil = 0, time.Time{}
-		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
+		u.State.v.TOTPFailures, u.State.v.TOTPBlockedUntil = 0, time.Time{}
+		u.State.v.PreAuthID, u.State.v.PreAuthFailures = "", 0
 		return
 	}
-	u.State.TOTPFailures++
-	u.State.PreAuthFailures++
-	if u.State.PreAuthFailures >= maxTOTPFailuresPerToken {
-		u.State.PreAuthID, u.State.PreAuthFailures = "", 0
+	u.State.v.TOTPFailures++
+	u.State.v.PreAuthFailures++
+	if u.State.v.PreAuthFailures >= maxTOTPFailuresPerToken {
+		u.State.v.PreAuthID, u.State.v.PreAuthFailures = "", 0
 	}
-	u.State.TOTPBlockedUntil = addDelay(now, totpDelay(u.State.TOTPFailures))
+	u.State.v.TOTPBlockedUntil = addDelay(now, totpDelay(u.State.v.TOTPFailures))
 }
 
 // hotp computes the RFC 4226 dynamic truncation of HMAC-SHA1(secret, counter).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // BenchmarkFailedLoginTiming times failed logins over a SQLite file in
@@ -52,7 +53,7 @@ func BenchmarkFailedLoginTiming(b *testing.B) {
 		}
 		b.StopTimer()
 		if err := store.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-			u.State.AccountState = nmauth.AccountState{Generation: u.State.Generation}
+			state.Edit(&u.State, func(s *state.User) { s.Account = state.Account{Generation: s.Generation} })
 			return nil
 		}); err != nil {
 			b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // TestGetHostLogin: on SQLite and PostgreSQL, the lean read of a host
@@ -23,11 +24,11 @@ func TestGetHostLogin(t *testing.T) {
 			blocked := time.Unix(1_900_000_000, 5).UTC()
 			hosts := []nmauth.Host{
 				{ID: "bare", PasswordHash: "$nmauth-hmac-sha256$k=0011223344556677$AAAA", CreatedAt: time.Unix(1_800_000_000, 0).UTC(),
-					State: nmauth.AccountState{Generation: 1 << 63}},
+					State: state.New[nmauth.State](state.User{Account: state.Account{Generation: 1 << 63}})},
 				{ID: "full", MACAddress: "aa:bb:cc:dd:ee:ff", PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA", Disabled: true,
 					CreatedAt: time.Unix(1_800_000_000, 0).UTC(),
-					State: nmauth.AccountState{PasswordFailures: 7, PasswordBlockedUntil: blocked, Generation: 42,
-						PasswordClients: []nmauth.ClientFailures{{Client: "192.0.2.1", Failures: 3, BlockedUntil: blocked}, {Client: "2001:db8::/64", Known: true}}}},
+					State: state.New[nmauth.State](state.User{Account: state.Account{PasswordFailures: 7, PasswordBlockedUntil: blocked, Generation: 42,
+						PasswordClients: []state.Client{{Client: "192.0.2.1", Failures: 3, BlockedUntil: blocked}, {Client: "2001:db8::/64", Known: true}}}})},
 			}
 			for _, h := range hosts {
 				if err := s.CreateHost(ctx, h); err != nil {
@@ -54,16 +55,16 @@ func TestGetHostLogin(t *testing.T) {
 }
 
 func sameHost(a, b nmauth.Host) bool {
-	if len(a.State.PasswordClients) != len(b.State.PasswordClients) {
+	if len(state.Of(a.State).PasswordClients) != len(state.Of(b.State).PasswordClients) {
 		return false
 	}
-	for i := range a.State.PasswordClients {
-		x, y := a.State.PasswordClients[i], b.State.PasswordClients[i]
+	for i := range state.Of(a.State).PasswordClients {
+		x, y := state.Of(a.State).PasswordClients[i], state.Of(b.State).PasswordClients[i]
 		if x.Client != y.Client || x.Failures != y.Failures || x.Known != y.Known || !x.BlockedUntil.Equal(y.BlockedUntil) {
 			return false
 		}
 	}
 	return a.ID == b.ID && a.MACAddress == b.MACAddress && a.PasswordHash == b.PasswordHash && a.Disabled == b.Disabled &&
-		a.CreatedAt.Equal(b.CreatedAt) && a.State.PasswordFailures == b.State.PasswordFailures &&
-		a.State.PasswordBlockedUntil.Equal(b.State.PasswordBlockedUntil) && a.State.Generation == b.State.Generation && len(a.Broken) == len(b.Broken)
+		a.CreatedAt.Equal(b.CreatedAt) && state.Of(a.State).PasswordFailures == state.Of(b.State).PasswordFailures &&
+		state.Of(a.State).PasswordBlockedUntil.Equal(state.Of(b.State).PasswordBlockedUntil) && state.Of(a.State).Generation == state.Of(b.State).Generation && len(a.Broken) == len(b.Broken)
 }

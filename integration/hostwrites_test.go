@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // gatedStore holds every batch of host writes while gate is locked, so
@@ -85,7 +86,7 @@ func knownTo(t *testing.T, s nmauth.Store, id string, i int) bool {
 		t.Fatal(err)
 	}
 	client := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).String()
-	return slices.Contains(h.State.PasswordClients, nmauth.ClientFailures{Client: client, Known: true})
+	return slices.Contains(state.Of(h.State).PasswordClients, state.Client{Client: client, Known: true})
 }
 
 // TestHostWritesBatched: the first logins of 300 hosts, each from its own
@@ -129,8 +130,8 @@ func TestHostWritesBatched(t *testing.T) {
 				t.Errorf("%s: its login's address is not recorded", id)
 			}
 		}
-		if h, _ := s.GetHost(context.Background(), "host-000"); h.State.PasswordFailures != 0 {
-			t.Errorf("host-000 keeps %d failures after a right login", h.State.PasswordFailures)
+		if h, _ := s.GetHost(context.Background(), "host-000"); state.Of(h.State).PasswordFailures != 0 {
+			t.Errorf("host-000 keeps %d failures after a right login", state.Of(h.State).PasswordFailures)
 		}
 		if g.batches == 0 || g.batches >= n {
 			t.Errorf("%d batches for %d writes", g.batches, n)
@@ -208,9 +209,9 @@ func TestHostWritesAfterChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if after.Disabled != before.Disabled || after.PasswordHash != before.PasswordHash || after.State.Generation != before.State.Generation {
+			if after.Disabled != before.Disabled || after.PasswordHash != before.PasswordHash || state.Of(after.State).Generation != state.Of(before.State).Generation {
 				t.Errorf("%s: the batched write changed the host: disabled %v → %v, generation %d → %d, hash changed %v",
-					c.name, before.Disabled, after.Disabled, before.State.Generation, after.State.Generation, after.PasswordHash != before.PasswordHash)
+					c.name, before.Disabled, after.Disabled, state.Of(before.State).Generation, state.Of(after.State).Generation, after.PasswordHash != before.PasswordHash)
 			}
 			if known := knownTo(t, s, id, i); known != c.recorded {
 				t.Errorf("%s: address recorded %v, want %v", c.name, known, c.recorded)
@@ -219,8 +220,8 @@ func TestHostWritesAfterChange(t *testing.T) {
 			if ended := c.name != "failure counted"; ended != (err != nil) {
 				t.Errorf("%s: the login's token: %v", c.name, err)
 			}
-			if c.name == "failure counted" && after.State.PasswordFailures != 2 {
-				t.Errorf("%s: %d failures stored, want the 2 counted", c.name, after.State.PasswordFailures)
+			if c.name == "failure counted" && state.Of(after.State).PasswordFailures != 2 {
+				t.Errorf("%s: %d failures stored, want the 2 counted", c.name, state.Of(after.State).PasswordFailures)
 			}
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/state"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -38,7 +39,7 @@ func TestMachineSecretsOverSQL(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := nmauth.WithClientAddr(context.Background(), netip.MustParseAddr("192.0.2.7"))
-			if err := stores[0].CreateHost(ctx, nmauth.Host{ID: "netclient-1", PasswordHash: string(imported), State: nmauth.AccountState{Generation: 1}}); err != nil {
+			if err := stores[0].CreateHost(ctx, nmauth.Host{ID: "netclient-1", PasswordHash: string(imported), State: state.New[nmauth.State](state.User{Account: state.Account{Generation: 1}})}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := auths[0].LoginHost(ctx, "netclient-1", "", secret); err != nil {
@@ -58,8 +59,8 @@ func TestMachineSecretsOverSQL(t *testing.T) {
 			if _, err := auths[1].LoginHost(ctx, "netclient-1", "", strings.ToLower(secret)); !errors.Is(err, nmauth.ErrInvalidCredentials) {
 				t.Errorf("wrong secret: %v", err)
 			}
-			if h, _ := stores[0].GetHost(ctx, "netclient-1"); h.State.PasswordFailures != 1 {
-				t.Errorf("%d failures stored, want 1", h.State.PasswordFailures)
+			if h, _ := stores[0].GetHost(ctx, "netclient-1"); state.Of(h.State).PasswordFailures != 1 {
+				t.Errorf("%d failures stored, want 1", state.Of(h.State).PasswordFailures)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // TestSQLiteFaults: a SQLite database whose write lock another connection
@@ -68,8 +69,8 @@ func TestSQLiteFaults(t *testing.T) {
 		wantUnavailable(t, g.userLogin(t, "correct horse battery"))
 		wantUnavailable(t, g.userLogin(t, "wrong password"))
 		wantUnavailable(t, g.hostLogin(t, "host-password-1"))
-		if u := getUser(t, store, "alice"); u.State.PasswordFailures != 0 {
-			t.Errorf("PasswordFailures = %d after refused attempts", u.State.PasswordFailures)
+		if u := getUser(t, store, "alice"); state.Of(u.State).PasswordFailures != 0 {
+			t.Errorf("PasswordFailures = %d after refused attempts", state.Of(u.State).PasswordFailures)
 		}
 	})
 }
@@ -117,7 +118,7 @@ func TestSQLiteFull(t *testing.T) {
 	login := func(client, password string) answer {
 		return srv.post(t, "/api/users/adm/authenticate", `{"username":"alice","password":"`+password+`"}`, "X-Forwarded-For", client)
 	}
-	failures := func() int { return getUser(t, store, "alice").State.PasswordFailures }
+	failures := func() int { return state.Of(getUser(t, store, "alice").State).PasswordFailures }
 
 	// Wrong passwords from new addresses: recorded while the record fits,
 	// then refused with 503.
@@ -146,9 +147,9 @@ func TestSQLiteFull(t *testing.T) {
 	before := getUser(t, store, "alice")
 	wantUnavailable(t, login("203.0.113.1", "correct horse battery"))
 	wantUnavailable(t, login("203.0.113.2", "wrong password"))
-	if after := getUser(t, store, "alice"); after.State.PasswordFailures != before.State.PasswordFailures || len(after.State.PasswordClients) != len(before.State.PasswordClients) {
+	if after := getUser(t, store, "alice"); state.Of(after.State).PasswordFailures != state.Of(before.State).PasswordFailures || len(state.Of(after.State).PasswordClients) != len(state.Of(before.State).PasswordClients) {
 		t.Fatalf("refused logins changed the record: %d failures from %d addresses, was %d from %d",
-			after.State.PasswordFailures, len(after.State.PasswordClients), before.State.PasswordFailures, len(before.State.PasswordClients))
+			state.Of(after.State).PasswordFailures, len(state.Of(after.State).PasswordClients), state.Of(before.State).PasswordFailures, len(state.Of(before.State).PasswordClients))
 	}
 
 	// Freeing space: the same logins are recorded and answered again.
@@ -158,10 +159,10 @@ func TestSQLiteFull(t *testing.T) {
 		}
 	}
 	wantStatus(t, login("203.0.113.1", "correct horse battery"), http.StatusOK)
-	if u := getUser(t, store, "alice"); u.State.PasswordFailures != 0 || !slices.ContainsFunc(u.State.PasswordClients, func(c nmauth.ClientFailures) bool {
+	if u := getUser(t, store, "alice"); state.Of(u.State).PasswordFailures != 0 || !slices.ContainsFunc(state.Of(u.State).PasswordClients, func(c state.Client) bool {
 		return c.Client == "203.0.113.1" && c.Known
 	}) {
-		t.Errorf("login after freeing space left %d failures and clients %+v, want the success recorded", u.State.PasswordFailures, u.State.PasswordClients)
+		t.Errorf("login after freeing space left %d failures and clients %+v, want the success recorded", state.Of(u.State).PasswordFailures, state.Of(u.State).PasswordClients)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/state"
 	"github.com/nmauth/nmauth/storetest"
 )
 
@@ -154,14 +155,15 @@ func testSQLSecondHandle(t *testing.T, d nmauth.Dialect, fresh func(*testing.T) 
 	}
 
 	err := b.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-		u.State.TOTPLastStep = 42
+		state.Edit(&u.State, func(s *state.User) { s.TOTPLastStep = 42 })
 		u.TOTPSecret = nil
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("second handle UpdateUser: %v", err)
 	}
-	alice.State.TOTPLastStep, alice.TOTPSecret = 42, nil
+	state.Edit(&alice.State, func(s *state.User) { s.TOTPLastStep = 42 })
+	alice.TOTPSecret = nil
 	checkSameUser(t, a, "alice", alice)
 
 	if err := a.DeleteUser(ctx, "alice"); err != nil {
@@ -185,11 +187,11 @@ func testSQLCASAcrossHandles(t *testing.T, d nmauth.Dialect, fresh func(*testing
 	stores := twoStores(t, d, fresh)
 	errs := raceAcross(stores, 25, func(s nmauth.Store) error {
 		return s.UpdateUser(context.Background(), "alice", func(u *nmauth.User) error {
-			if u.State.TOTPLastStep >= 7 {
+			if state.Of(u.State).TOTPLastStep >= 7 {
 				return errStepUsed
 			}
 			runtime.Gosched() // let the other handle's updates run here if they can
-			u.State.TOTPLastStep = 7
+			state.Edit(&u.State, func(s *state.User) { s.TOTPLastStep = 7 })
 			return nil
 		})
 	})
@@ -205,7 +207,7 @@ func testSQLCASAcrossHandles(t *testing.T, d nmauth.Dialect, fresh func(*testing
 	if winners != 1 {
 		t.Errorf("%d of %d updates accepted step 7, want exactly 1", winners, len(errs))
 	}
-	if got := getUser(t, stores[1], "alice").State.TOTPLastStep; got != 7 {
+	if got := state.Of(getUser(t, stores[1], "alice").State).TOTPLastStep; got != 7 {
 		t.Errorf("TOTPLastStep = %d, want 7", got)
 	}
 }
@@ -214,9 +216,9 @@ func testSQLCounterAcrossHandles(t *testing.T, d nmauth.Dialect, fresh func(*tes
 	stores := twoStores(t, d, fresh)
 	errs := raceAcross(stores, 25, func(s nmauth.Store) error {
 		return s.UpdateUser(context.Background(), "alice", func(u *nmauth.User) error {
-			n := u.State.PasswordFailures
+			n := state.Of(u.State).PasswordFailures
 			runtime.Gosched()
-			u.State.PasswordFailures = n + 1
+			state.Edit(&u.State, func(s *state.User) { s.PasswordFailures = n + 1 })
 			return nil
 		})
 	})
@@ -225,7 +227,7 @@ func testSQLCounterAcrossHandles(t *testing.T, d nmauth.Dialect, fresh func(*tes
 			t.Errorf("update %d: %v", i, err)
 		}
 	}
-	if got, want := getUser(t, stores[0], "alice").State.PasswordFailures, len(errs); got != want {
+	if got, want := state.Of(getUser(t, stores[0], "alice").State).PasswordFailures, len(errs); got != want {
 		t.Errorf("PasswordFailures = %d, want %d", got, want)
 	}
 }
@@ -249,7 +251,7 @@ func testSQLTimeRange(t *testing.T, d nmauth.Dialect, fresh func(*testing.T) sql
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			u := sampleUser("bob")
-			u.State.PasswordBlockedUntil = tc.when
+			state.Edit(&u.State, func(s *state.User) { s.PasswordBlockedUntil = tc.when })
 			if err := s.CreateUser(ctx, u); err == nil {
 				t.Error("CreateUser succeeded, want an error")
 			}
@@ -257,8 +259,8 @@ func testSQLTimeRange(t *testing.T, d nmauth.Dialect, fresh func(*testing.T) sql
 				t.Errorf("GetUser after refused create = %v, want ErrNotFound", err)
 			}
 			err := s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-				u.State.TOTPBlockedUntil = tc.when
-				u.State.TOTPFailures = 9
+				state.Edit(&u.State, func(s *state.User) { s.TOTPBlockedUntil = tc.when })
+				state.Edit(&u.State, func(s *state.User) { s.TOTPFailures = 9 })
 				return nil
 			})
 			if err == nil {
@@ -374,7 +376,7 @@ func sampleUser(name string) nmauth.User {
 		TOTPSecret:    []byte{0, 1, 2, 0xff},
 		RecoveryCodes: []string{"one", "two"},
 		CreatedAt:     time.Date(2025, 3, 4, 5, 6, 7, 8, time.UTC),
-		State:         nmauth.UserState{TOTPLastStep: 3},
+		State:         state.New[nmauth.State](state.User{TOTPLastStep: 3}),
 	}
 }
 
@@ -383,9 +385,9 @@ func checkSameUser(t *testing.T, s nmauth.Store, name string, want nmauth.User) 
 	got := getUser(t, s, name)
 	if got.Name != want.Name || got.PasswordHash != want.PasswordHash ||
 		string(got.TOTPSecret) != string(want.TOTPSecret) || (got.TOTPSecret == nil) != (want.TOTPSecret == nil) ||
-		got.State.TOTPLastStep != want.State.TOTPLastStep || got.State.TOTPFailures != want.State.TOTPFailures ||
+		state.Of(got.State).TOTPLastStep != state.Of(want.State).TOTPLastStep || state.Of(got.State).TOTPFailures != state.Of(want.State).TOTPFailures ||
 		!slices.Equal(got.RecoveryCodes, want.RecoveryCodes) ||
-		!got.CreatedAt.Equal(want.CreatedAt) || got.State.Generation != want.State.Generation {
+		!got.CreatedAt.Equal(want.CreatedAt) || state.Of(got.State).Generation != state.Of(want.State).Generation {
 		t.Errorf("GetUser(%q) = %+v, want %+v", name, got, want)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // contenders is how many goroutines race in the concurrency tests.
@@ -74,34 +75,35 @@ var errStepUsed = errors.New("storetest: step already used")
 // and a secret holding zero bytes.
 func fullUser(name string) nmauth.User {
 	zone := time.FixedZone("UTC+05:30", 5*3600+30*60)
-	return nmauth.User{
+	u := nmauth.User{
 		Name:          name,
 		PasswordHash:  "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA",
 		Disabled:      true,
 		TOTPSecret:    []byte{0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff, 0x00, 0x2a},
 		RecoveryCodes: []string{"$argon2id$code-one", "$argon2id$code-two", "é ü ✓"},
 		CreatedAt:     time.Date(2261, 6, 1, 0, 0, 0, 7, time.UTC),
-		State: nmauth.UserState{
-			AccountState: nmauth.AccountState{
-				PasswordFailures:     4,
-				PasswordBlockedUntil: time.Date(2030, 12, 31, 23, 59, 59, 999999999, time.UTC),
-				PasswordClients: []nmauth.ClientFailures{
-					{Client: "192.0.2.7", Failures: 3, BlockedUntil: time.Date(2030, 1, 2, 3, 4, 5, 6, zone)},
-					{Client: "2001:db8::/64", Known: true},
-				},
-				Generation: 1<<64 - 3, // above the int64 range, so a store must keep all 64 bits
-			},
-			TOTPLastStep:     59_473_123,
-			TOTPFailures:     3,
-			TOTPBlockedUntil: time.Date(2031, 1, 2, 3, 4, 5, 123456789, zone),
-			PreAuthID:        "0f5c2a9e-preauth",
-			PreAuthFailures:  2,
-			LoggedOut: []nmauth.LoggedOutToken{
-				{ID: "jti-one", Until: time.Date(2030, 3, 4, 5, 6, 7, 8, zone)},
-				{ID: "jti-two", Until: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)},
-			},
-		},
 	}
+	state.Put(&u.State, state.User{
+		Account: state.Account{
+			PasswordFailures:     4,
+			PasswordBlockedUntil: time.Date(2030, 12, 31, 23, 59, 59, 999999999, time.UTC),
+			PasswordClients: []state.Client{
+				{Client: "192.0.2.7", Failures: 3, BlockedUntil: time.Date(2030, 1, 2, 3, 4, 5, 6, zone)},
+				{Client: "2001:db8::/64", Known: true},
+			},
+			Generation: 1<<64 - 3, // above the int64 range, so a store must keep all 64 bits
+		},
+		TOTPLastStep:     59_473_123,
+		TOTPFailures:     3,
+		TOTPBlockedUntil: time.Date(2031, 1, 2, 3, 4, 5, 123456789, zone),
+		PreAuthID:        "0f5c2a9e-preauth",
+		PreAuthFailures:  2,
+		LoggedOut: []state.LoggedOut{
+			{ID: "jti-one", Until: time.Date(2030, 3, 4, 5, 6, 7, 8, zone)},
+			{ID: "jti-two", Until: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)},
+		},
+	})
+	return u
 }
 
 // bareUser returns a user with only a name and a password hash: every
@@ -112,19 +114,20 @@ func bareUser(name string) nmauth.User {
 
 // fullHost returns a host with every field set to a non-zero value.
 func fullHost(id string) nmauth.Host {
-	return nmauth.Host{
+	h := nmauth.Host{
 		ID:           id,
 		MACAddress:   "02:00:5e:10:00:01",
 		PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$aG9zdHNhbHQ$aG9zdGhhc2g",
 		Disabled:     true,
 		CreatedAt:    time.Date(2024, 4, 5, 6, 7, 8, 9, time.UTC),
-		State: nmauth.AccountState{
-			PasswordFailures:     6,
-			PasswordBlockedUntil: time.Date(2029, 2, 3, 4, 5, 6, 700800900, time.FixedZone("UTC-8", -8*3600)),
-			PasswordClients:      []nmauth.ClientFailures{{Client: "", Failures: 1}},
-			Generation:           42,
-		},
 	}
+	state.Put(&h.State, state.User{Account: state.Account{
+		PasswordFailures:     6,
+		PasswordBlockedUntil: time.Date(2029, 2, 3, 4, 5, 6, 700800900, time.FixedZone("UTC-8", -8*3600)),
+		PasswordClients:      []state.Client{{Client: "", Failures: 1}},
+		Generation:           42,
+	}})
+	return h
 }
 
 // bareHost returns a host with only an id and a password hash.
@@ -158,9 +161,9 @@ func testUserRoundTrip(t *testing.T, s nmauth.Store) {
 		{"unicode name", fullUser("zoë.ünïcode")},
 		{"extremes", func() nmauth.User {
 			u := fullUser("extremes")
-			u.State.TOTPLastStep = 1<<62 + 3
-			u.State.TOTPFailures = 1 << 40
-			u.State.TOTPBlockedUntil = time.Date(1678, 1, 1, 0, 0, 0, 1, time.UTC)
+			state.Edit(&u.State, func(s *state.User) { s.TOTPLastStep = 1<<62 + 3 })
+			state.Edit(&u.State, func(s *state.User) { s.TOTPFailures = 1 << 40 })
+			state.Edit(&u.State, func(s *state.User) { s.TOTPBlockedUntil = time.Date(1678, 1, 1, 0, 0, 0, 1, time.UTC) })
 			u.CreatedAt = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
 			u.TOTPSecret = bytes.Repeat([]byte{0xa5, 0x00}, 512)
 			return u
@@ -288,14 +291,14 @@ func testUpdateKeepsKey(t *testing.T, s nmauth.Store) {
 	mustCreateUser(t, s, bareUser("alice"))
 	err := s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
 		u.Name = "mallory"
-		u.State.TOTPFailures = 1
+		state.Edit(&u.State, func(s *state.User) { s.TOTPFailures = 1 })
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("UpdateUser: %v", err)
 	}
-	if got := mustGetUser(t, s, "alice"); got.State.TOTPFailures != 1 {
-		t.Errorf("alice.TOTPFailures = %d, want 1", got.State.TOTPFailures)
+	if got := mustGetUser(t, s, "alice"); state.Of(got.State).TOTPFailures != 1 {
+		t.Errorf("alice.TOTPFailures = %d, want 1", state.Of(got.State).TOTPFailures)
 	}
 	if _, err := s.GetUser(ctx, "mallory"); !errors.Is(err, nmauth.ErrNotFound) {
 		t.Errorf("GetUser(renamed) error = %v, want ErrNotFound", err)
@@ -304,14 +307,14 @@ func testUpdateKeepsKey(t *testing.T, s nmauth.Store) {
 	mustCreateHost(t, s, bareHost("host-a"))
 	err = s.UpdateHost(ctx, "host-a", func(h *nmauth.Host) error {
 		h.ID = "host-z"
-		h.State.PasswordFailures = 1
+		state.Edit(&h.State, func(s *state.User) { s.PasswordFailures = 1 })
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("UpdateHost: %v", err)
 	}
-	if got := mustGetHost(t, s, "host-a"); got.State.PasswordFailures != 1 {
-		t.Errorf("host-a.PasswordFailures = %d, want 1", got.State.PasswordFailures)
+	if got := mustGetHost(t, s, "host-a"); state.Of(got.State).PasswordFailures != 1 {
+		t.Errorf("host-a.PasswordFailures = %d, want 1", state.Of(got.State).PasswordFailures)
 	}
 	if _, err := s.GetHost(ctx, "host-z"); !errors.Is(err, nmauth.ErrNotFound) {
 		t.Errorf("GetHost(renamed) error = %v, want ErrNotFound", err)
@@ -334,7 +337,7 @@ func testUpdateAborts(t *testing.T, s nmauth.Store) {
 		t.Run(tc.name, func(t *testing.T) {
 			err := s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
 				*u = bareUser("alice")
-				u.State.TOTPLastStep = 1
+				state.Edit(&u.State, func(s *state.User) { s.TOTPLastStep = 1 })
 				return tc.err
 			})
 			if err != tc.err || !errors.Is(err, tc.err) {
@@ -382,7 +385,7 @@ func scribble(u *nmauth.User) {
 	for i := range u.RecoveryCodes {
 		u.RecoveryCodes[i] = "scribbled"
 	}
-	u.State.TOTPLastStep = -1
+	state.Edit(&u.State, func(s *state.User) { s.TOTPLastStep = -1 })
 	u.CreatedAt = time.Time{}
 }
 
@@ -554,16 +557,16 @@ func testConcurrentStepCAS(t *testing.T, s nmauth.Store) {
 	mustCreateUser(t, s, bareUser("alice"))
 	errs := race(contenders, func(int) error {
 		return s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-			if u.State.TOTPLastStep >= 7 {
+			if state.Of(u.State).TOTPLastStep >= 7 {
 				return errStepUsed
 			}
 			runtime.Gosched() // widen the window a non-atomic store would lose in
-			u.State.TOTPLastStep = 7
+			state.Edit(&u.State, func(s *state.User) { s.TOTPLastStep = 7 })
 			return nil
 		})
 	})
 	checkOneWinner(t, errs, errStepUsed)
-	if got := mustGetUser(t, s, "alice").State.TOTPLastStep; got != 7 {
+	if got := state.Of(mustGetUser(t, s, "alice").State).TOTPLastStep; got != 7 {
 		t.Errorf("TOTPLastStep = %d, want 7", got)
 	}
 }
@@ -577,16 +580,16 @@ func testConcurrentCounters(t *testing.T, s nmauth.Store) {
 	errs := race(2*contenders, func(i int) error {
 		if i%2 == 0 {
 			return s.UpdateUser(ctx, "alice", func(u *nmauth.User) error {
-				n := u.State.TOTPFailures
+				n := state.Of(u.State).TOTPFailures
 				runtime.Gosched()
-				u.State.TOTPFailures = n + 1
+				state.Edit(&u.State, func(s *state.User) { s.TOTPFailures = n + 1 })
 				return nil
 			})
 		}
 		return s.UpdateHost(ctx, "host-a", func(h *nmauth.Host) error {
-			n := h.State.PasswordFailures
+			n := state.Of(h.State).PasswordFailures
 			runtime.Gosched()
-			h.State.PasswordFailures = n + 1
+			state.Edit(&h.State, func(s *state.User) { s.PasswordFailures = n + 1 })
 			return nil
 		})
 	})
@@ -595,10 +598,10 @@ func testConcurrentCounters(t *testing.T, s nmauth.Store) {
 			t.Errorf("update %d: %v", i, err)
 		}
 	}
-	if got := mustGetUser(t, s, "alice").State.TOTPFailures; got != contenders {
+	if got := state.Of(mustGetUser(t, s, "alice").State).TOTPFailures; got != contenders {
 		t.Errorf("TOTPFailures = %d, want %d", got, contenders)
 	}
-	if got := mustGetHost(t, s, "host-a").State.PasswordFailures; got != contenders {
+	if got := state.Of(mustGetHost(t, s, "host-a").State).PasswordFailures; got != contenders {
 		t.Errorf("PasswordFailures = %d, want %d", got, contenders)
 	}
 }
@@ -799,6 +802,7 @@ func checkHost(t *testing.T, got, want nmauth.Host) {
 // TOTPSecret must keep nil-ness, because nil means TOTP is off.
 func userDiff(got, want nmauth.User) []string {
 	var d []string
+	gs, ws := state.Of(got.State), state.Of(want.State)
 	d = diff(d, "Name", got.Name, want.Name)
 	d = diff(d, "PasswordHash", got.PasswordHash, want.PasswordHash)
 	d = diff(d, "Disabled", got.Disabled, want.Disabled)
@@ -806,29 +810,29 @@ func userDiff(got, want nmauth.User) []string {
 		d = append(d, fmt.Sprintf("TOTPSecret = %x (nil %t), want %x (nil %t)",
 			got.TOTPSecret, got.TOTPSecret == nil, want.TOTPSecret, want.TOTPSecret == nil))
 	}
-	d = diff(d, "TOTPLastStep", got.State.TOTPLastStep, want.State.TOTPLastStep)
-	d = diff(d, "TOTPFailures", got.State.TOTPFailures, want.State.TOTPFailures)
-	d = diffTime(d, "TOTPBlockedUntil", got.State.TOTPBlockedUntil, want.State.TOTPBlockedUntil)
-	d = diff(d, "PreAuthID", got.State.PreAuthID, want.State.PreAuthID)
-	d = diff(d, "PreAuthFailures", got.State.PreAuthFailures, want.State.PreAuthFailures)
+	d = diff(d, "TOTPLastStep", gs.TOTPLastStep, ws.TOTPLastStep)
+	d = diff(d, "TOTPFailures", gs.TOTPFailures, ws.TOTPFailures)
+	d = diffTime(d, "TOTPBlockedUntil", gs.TOTPBlockedUntil, ws.TOTPBlockedUntil)
+	d = diff(d, "PreAuthID", gs.PreAuthID, ws.PreAuthID)
+	d = diff(d, "PreAuthFailures", gs.PreAuthFailures, ws.PreAuthFailures)
 	if !slices.Equal(got.RecoveryCodes, want.RecoveryCodes) {
 		d = append(d, fmt.Sprintf("RecoveryCodes = %q, want %q", got.RecoveryCodes, want.RecoveryCodes))
 	}
-	d = diff(d, "PasswordFailures", got.State.PasswordFailures, want.State.PasswordFailures)
-	d = diffTime(d, "PasswordBlockedUntil", got.State.PasswordBlockedUntil, want.State.PasswordBlockedUntil)
-	d = diffClients(d, got.State.PasswordClients, want.State.PasswordClients)
-	d = diff(d, "Generation", got.State.Generation, want.State.Generation)
+	d = diff(d, "PasswordFailures", gs.PasswordFailures, ws.PasswordFailures)
+	d = diffTime(d, "PasswordBlockedUntil", gs.PasswordBlockedUntil, ws.PasswordBlockedUntil)
+	d = diffClients(d, gs.PasswordClients, ws.PasswordClients)
+	d = diff(d, "Generation", gs.Generation, ws.Generation)
 	d = diffTime(d, "CreatedAt", got.CreatedAt, want.CreatedAt)
-	if !slices.EqualFunc(got.State.LoggedOut, want.State.LoggedOut, func(g, w nmauth.LoggedOutToken) bool {
+	if !slices.EqualFunc(gs.LoggedOut, ws.LoggedOut, func(g, w state.LoggedOut) bool {
 		return g.ID == w.ID && g.Until.Equal(w.Until)
 	}) {
-		d = append(d, fmt.Sprintf("LoggedOut = %+v, want %+v", got.State.LoggedOut, want.State.LoggedOut))
+		d = append(d, fmt.Sprintf("LoggedOut = %+v, want %+v", gs.LoggedOut, ws.LoggedOut))
 	}
 	return d
 }
 
 // diffClients compares the per-client failures, times as instants.
-func diffClients(d []string, got, want []nmauth.ClientFailures) []string {
+func diffClients(d []string, got, want []state.Client) []string {
 	same := len(got) == len(want)
 	for i := 0; same && i < len(got); i++ {
 		g, w := got[i], want[i]
@@ -843,14 +847,15 @@ func diffClients(d []string, got, want []nmauth.ClientFailures) []string {
 
 func hostDiff(got, want nmauth.Host) []string {
 	var d []string
+	gs, ws := state.Of(got.State), state.Of(want.State)
 	d = diff(d, "ID", got.ID, want.ID)
 	d = diff(d, "MACAddress", got.MACAddress, want.MACAddress)
 	d = diff(d, "PasswordHash", got.PasswordHash, want.PasswordHash)
 	d = diff(d, "Disabled", got.Disabled, want.Disabled)
-	d = diff(d, "PasswordFailures", got.State.PasswordFailures, want.State.PasswordFailures)
-	d = diffTime(d, "PasswordBlockedUntil", got.State.PasswordBlockedUntil, want.State.PasswordBlockedUntil)
-	d = diffClients(d, got.State.PasswordClients, want.State.PasswordClients)
-	d = diff(d, "Generation", got.State.Generation, want.State.Generation)
+	d = diff(d, "PasswordFailures", gs.PasswordFailures, ws.PasswordFailures)
+	d = diffTime(d, "PasswordBlockedUntil", gs.PasswordBlockedUntil, ws.PasswordBlockedUntil)
+	d = diffClients(d, gs.PasswordClients, ws.PasswordClients)
+	d = diff(d, "Generation", gs.Generation, ws.Generation)
 	d = diffTime(d, "CreatedAt", got.CreatedAt, want.CreatedAt)
 	return d
 }
@@ -872,6 +877,6 @@ func diffTime(d []string, field string, got, want time.Time) []string {
 func cloneUser(u nmauth.User) nmauth.User {
 	u.TOTPSecret = slices.Clone(u.TOTPSecret)
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
-	u.State.PasswordClients = slices.Clone(u.State.PasswordClients)
+	state.Put(&u.State, state.Of(u.State)) // a State of its own
 	return u
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // adminServer is nmauthd's mux with the admin routes over a SQLite
@@ -267,7 +268,9 @@ func TestAdminAPIListPages(t *testing.T) {
 	}
 	blocked := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	err = s.db.UpdateUser(ctx, "bob", func(u *nmauth.User) error {
-		u.State.PasswordClients = append(u.State.PasswordClients, nmauth.ClientFailures{Client: "192.0.2.1", Failures: 9, BlockedUntil: blocked})
+		state.Edit(&u.State, func(s *state.User) {
+			s.PasswordClients = append(s.PasswordClients, state.Client{Client: "192.0.2.1", Failures: 9, BlockedUntil: blocked})
+		})
 		return nil
 	})
 	if err != nil {

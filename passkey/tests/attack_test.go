@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nmauth/nmauth"
+	nmstate "github.com/nmauth/nmauth/internal/state"
 	"github.com/nmauth/nmauth/passkey"
 )
 
@@ -45,8 +46,7 @@ func (s state) counted(name string) state {
 		users[k] = u
 	}
 	u := users[name]
-	u.State.TOTPFailures++
-	u.State.PreAuthFailures++
+	nmstate.Edit(&u.State, func(s *nmstate.User) { s.TOTPFailures++; s.PreAuthFailures++ })
 	users[name] = u
 	return state{records: s.records, users: users}
 }

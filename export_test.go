@@ -1,0 +1,7 @@
+package nmauth
+
+import "github.com/nmauth/nmauth/internal/state"
+
+// StateOf gives the tests of package nmauth_test the fields of s, to read
+// and to set.
+func StateOf(s *State) *state.User { return &s.v }
