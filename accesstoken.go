@@ -14,24 +14,15 @@ import (
 	"unicode/utf8"
 )
 
-// AccessTokenPrefix begins every access token, so that secret scanners and
-// people tell one at a glance. The whole token is
-//
-//	nmauth_at_<id>_<secret>_<check>
-//
-// in upper-case base32: an id of 16 characters (80 bits), a secret of 26
-// (128 bits, drawn from [Config.Rand]), and a check of 26, the first 128
-// bits of the keyed digest of id and secret. The check lets a replica
-// refuse a made-up token without reading the Store; only the Store's
-// digest, compared in constant time, accepts one.
-const AccessTokenPrefix = "nmauth_at_"
+// accessTokenPrefix begins every access token (see [AccessToken]).
+const accessTokenPrefix = "nmauth_at_"
 
 const (
 	accessIDBytes     = 10
 	accessSecretBytes = 16
 	accessCheckBytes  = 16
 	// accessTokenLen is the length of every access token.
-	accessTokenLen = len(AccessTokenPrefix) + 16 + 1 + 26 + 1 + 26
+	accessTokenLen = len(accessTokenPrefix) + 16 + 1 + 26 + 1 + 26
 	// maxAccessTokenName bounds a token's label, in characters.
 	maxAccessTokenName = 64
 	// maxTokenNetworks bounds the networks of one token's scope.
@@ -174,7 +165,7 @@ func (a *Authenticator) mintAccessToken(t *AccessToken) (string, error) {
 	mac := machineMAC(k, accessDigestName(id), secret)
 	t.ID = id
 	t.Digest = a.ring.digestMachineSecret(accessDigestName(id), secret)
-	return AccessTokenPrefix + id + "_" + secret + "_" + accessEncoding.EncodeToString(mac[:accessCheckBytes]), nil
+	return accessTokenPrefix + id + "_" + secret + "_" + accessEncoding.EncodeToString(mac[:accessCheckBytes]), nil
 }
 
 // accessDigestName is what an access token's digest is bound to: its id,
@@ -184,7 +175,7 @@ func accessDigestName(id string) string { return "access token " + id }
 // splitAccessToken reads a token's id, secret and check, or reports that
 // credential is no well-formed access token.
 func splitAccessToken(credential string) (id, secret, check string, ok bool) {
-	rest, found := strings.CutPrefix(credential, AccessTokenPrefix)
+	rest, found := strings.CutPrefix(credential, accessTokenPrefix)
 	if !found || len(credential) != accessTokenLen {
 		return "", "", "", false
 	}

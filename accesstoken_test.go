@@ -17,13 +17,16 @@ import (
 
 const tokensPath = "/api/v1/users/access_token"
 
+// accessTokenPrefix begins every access token, as AccessToken documents.
+const accessTokenPrefix = "nmauth_at_"
+
 // createToken makes an access token over HTTP and returns it.
 func (f *fixture) createToken(bearer string, body map[string]any) string {
 	f.t.Helper()
 	r := f.request(http.MethodPost, tokensPath, bearer, body)
 	wantStatus(f.t, r, http.StatusOK)
 	tok, _ := r.field(f.t, "authToken").(string)
-	if !strings.HasPrefix(tok, nmauth.AccessTokenPrefix) {
+	if !strings.HasPrefix(tok, accessTokenPrefix) {
 		f.t.Fatalf("no access token in %s", r.body)
 	}
 	return tok
@@ -90,7 +93,7 @@ func TestAccessTokenStoredAsDigest(t *testing.T) {
 	f := newFixture(t)
 	f.addUser("alice", "correct horse battery")
 	tok := f.createToken(testMasterKey, map[string]any{"name": "ci", "user_name": "alice"})
-	parts := strings.Split(strings.TrimPrefix(tok, nmauth.AccessTokenPrefix), "_")
+	parts := strings.Split(strings.TrimPrefix(tok, accessTokenPrefix), "_")
 	ts, err := f.store.(nmauth.AccessTokenStore).ListAccessTokens(context.Background(), "alice")
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("stored tokens %v, %v", ts, err)
@@ -124,12 +127,12 @@ func TestAccessTokenHostile(t *testing.T) {
 
 		flip := []byte(tok)
 		flip[len(flip)-30] ^= 'A' ^ 'B' // a secret character
-		guessed := nmauth.AccessTokenPrefix + strings.Repeat("A", 16) + "_" + strings.Repeat("B", 26) + "_" + strings.Repeat("C", 26)
+		guessed := accessTokenPrefix + strings.Repeat("A", 16) + "_" + strings.Repeat("B", 26) + "_" + strings.Repeat("C", 26)
 		f.clock.Advance(3 * time.Minute) // expiring is now expired
 		for name, cred := range map[string]string{
 			"guessed":      guessed,
 			"truncated":    tok[:len(tok)-1],
-			"wrong prefix": "nmauth_xx_" + strings.TrimPrefix(tok, nmauth.AccessTokenPrefix),
+			"wrong prefix": "nmauth_xx_" + strings.TrimPrefix(tok, accessTokenPrefix),
 			"lower case":   strings.ToLower(tok),
 			"changed":      string(flip),
 			"expired":      expiring,

@@ -12,6 +12,18 @@ import (
 // no secret in the clear: Digest is the keyed digest of the token's
 // secret, as a machine secret's is (see [Admin.CreateHost]), so a
 // copy of the database gives no token and lets no one test a guess.
+//
+// The bearer credential, which [Authenticator.CreateAccessToken] returns
+// beside it, begins with "nmauth_at_", so that secret scanners and people
+// tell one at a glance. The whole token is
+//
+//	nmauth_at_<id>_<secret>_<check>
+//
+// in upper-case base32: an id of 16 characters (80 bits), a secret of 26
+// (128 bits, drawn from [Config.Rand]), and a check of 26, the first 128
+// bits of the keyed digest of id and secret. The check lets a replica
+// refuse a made-up token without reading the Store; only the Store's
+// digest, compared in constant time, accepts one.
 type AccessToken struct {
 	// ID names the token in lists and in revocation; it is the part of
 	// the token before its secret, and is no secret itself.

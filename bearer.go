@@ -60,7 +60,7 @@ func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Pri
 // token's principal, the place of the account whose standing decides it,
 // and an access token's own place in the status cache.
 func (a *Authenticator) verifyToken(ctx context.Context, credential string, now time.Time) (p Principal, account, token *accountRef[accountStatus], err error) {
-	if strings.HasPrefix(credential, AccessTokenPrefix) {
+	if strings.HasPrefix(credential, accessTokenPrefix) {
 		p, err = a.parseAccessToken(ctx, credential, now)
 	} else {
 		p, err = a.parseBearer(credential)

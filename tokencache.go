@@ -189,7 +189,7 @@ func newTokenEntry(sig *[32]byte, p *Principal, account, token *accountRef[accou
 // tokenEntry), decoded; false if the token has none of the expected form,
 // which the cache then neither finds nor stores.
 func tokenSignature(token string) (sig [32]byte, ok bool) {
-	if strings.HasPrefix(token, AccessTokenPrefix) {
+	if strings.HasPrefix(token, accessTokenPrefix) {
 		check := token[strings.LastIndexByte(token, '_')+1:]
 		n, err := accessEncoding.Decode(sig[:], []byte(check))
 		return sig, err == nil && n == accessCheckBytes

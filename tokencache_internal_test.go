@@ -70,7 +70,7 @@ func TestTokenCacheConfirmsTheToken(t *testing.T) {
 		// The signature follows a JWT's last dot, an access token's last
 		// underscore (a JWT's signature may hold underscores).
 		sep := strings.LastIndexByte(token, '.')
-		if strings.HasPrefix(token, AccessTokenPrefix) {
+		if strings.HasPrefix(token, accessTokenPrefix) {
 			sep = strings.LastIndexByte(token, '_')
 		}
 		for name, at := range map[string]int{"claims": sep - 5, "signature": len(token) - 5} {
