@@ -938,10 +938,12 @@ func (a *Authenticator) refuseRightPassword(ctx context.Context, t loginTarget, 
 	return refusal
 }
 
-// HostLogin is the result of a host login.
+// HostLogin is the result of a host login, or of a node login: a node
+// token for one network, named in Network ("" for a host token).
 type HostLogin struct {
 	AuthToken string `json:"authToken"`
 	ID        string `json:"id"`
+	Network   string `json:"network,omitempty"`
 }
 
 // LoginHost checks a host's id and password, applies the MAC address
@@ -959,22 +961,15 @@ func (a *Authenticator) LoginHost(ctx context.Context, id, mac, password string)
 	return HostLogin{AuthToken: tok, ID: id}, nil
 }
 
-// NodeLogin is the result of a node login: a node token for one network.
-type NodeLogin struct {
-	AuthToken string `json:"authToken"`
-	ID        string `json:"id"`
-	Network   string `json:"network"`
-}
-
 // LoginNode checks a host's credentials as [Authenticator.LoginHost] does
 // and returns a node token for network, whose subject is the host id. The
 // host must be a member of network by [Config.NodeMember], asked only once
 // the credentials are right; a host that is not answers [ErrForbidden],
 // and so does every host when NodeMember is nil. The token dies with the
 // host's tokens (disable, delete, revoke).
-func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, password string) (NodeLogin, error) {
+func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, password string) (HostLogin, error) {
 	if !validNetwork(network) {
-		return NodeLogin{}, ErrInvalidNetwork
+		return HostLogin{}, ErrInvalidNetwork
 	}
 	admit := func(ctx context.Context, id string) error {
 		if a.cfg.NodeMember == nil {
@@ -993,9 +988,9 @@ func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, passwor
 		return mintArgs{kind: kindNode, subject: id, network: network, ttl: a.cfg.NodeTokenTTL}
 	}, admit)
 	if err != nil {
-		return NodeLogin{}, err
+		return HostLogin{}, err
 	}
-	return NodeLogin{AuthToken: tok, ID: id, Network: network}, nil
+	return HostLogin{AuthToken: tok, ID: id, Network: network}, nil
 }
 
 // loginHost runs the login path for a host: it checks the credentials,

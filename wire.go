@@ -132,8 +132,6 @@ func netmakerPayload(v any) any {
 	switch v := v.(type) {
 	case HostLogin:
 		return netmakerLogin{ID: v.ID, AuthToken: v.AuthToken}
-	case NodeLogin:
-		return netmakerLogin{ID: v.ID, AuthToken: v.AuthToken}
 	case UserLogin:
 		if v.TOTPRequired {
 			return netmakerPreAuth{UserName: v.UserName, PreAuthToken: v.PreAuthToken}
