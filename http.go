@@ -32,8 +32,9 @@ var (
 	errNoRoute      = errors.New("nmauth: no such route")
 )
 
-// Envelope is the spec's generic result: code, message and a payload.
-type Envelope struct {
+// specEnvelope is the spec's generic result: code, message and a payload,
+// which WriteResponse and WriteError write in the spec's profile.
+type specEnvelope struct {
 	Code     int    `json:"code"`
 	Message  string `json:"message"`
 	Response any    `json:"response,omitempty"`

@@ -31,7 +31,7 @@ func TestWriteErrorWaits(t *testing.T) {
 	for _, tc := range tests {
 		rec := httptest.NewRecorder()
 		a.WriteError(rec, httptest.NewRequest(http.MethodPost, "/", nil), tc.err)
-		var env Envelope
+		var env specEnvelope
 		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil {
 			t.Fatalf("%v: body %q: %v", tc.err, rec.Body, err)
 		}

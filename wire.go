@@ -123,7 +123,7 @@ func (a *Authenticator) envelope(status int, message string, payload any) any {
 	if a.cfg.Wire == WireNetmaker {
 		return netmakerEnvelope{Code: status, Message: message, Response: payload}
 	}
-	return Envelope{Code: status, Message: message, Response: payload}
+	return specEnvelope{Code: status, Message: message, Response: payload}
 }
 
 // netmakerPayload is what Netmaker's server puts in Response for v.

@@ -104,7 +104,9 @@ func (a *api) call(ctx context.Context, method, path, bearer string, body, out a
 		return err
 	}
 	if ans.status != http.StatusOK {
-		var env nmauth.Envelope
+		var env struct {
+			Message string `json:"message"`
+		}
 		json.Unmarshal(ans.body, &env)
 		return &statusError{path: path, status: ans.status, message: env.Message, retryAfter: ans.retryAfter}
 	}
