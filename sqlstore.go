@@ -82,7 +82,6 @@ type SQLStore struct {
 var (
 	_ Store          = (*SQLStore)(nil)
 	_ KeyCheckStore  = (*SQLStore)(nil)
-	_ Pinger         = (*SQLStore)(nil)
 	_ HostBatchStore = (*SQLStore)(nil)
 )
 
@@ -397,13 +396,6 @@ func (s *SQLStore) sealedKeyIDs(ctx context.Context) (map[string]int, error) {
 		ids[hex.EncodeToString(id)] += n
 	}
 	return ids, wrapSQL("sealed key ids", rows.Err())
-}
-
-// Ping implements [Pinger] with a query on the store's own tables, so that
-// it fails when the database does not answer.
-func (s *SQLStore) Ping(ctx context.Context) error {
-	var n int64
-	return wrapSQL("ping", s.db.QueryRowContext(ctx, sqlCurrentVersion).Scan(&n))
 }
 
 // insert runs an INSERT ... ON CONFLICT DO NOTHING and reports a row that

@@ -293,25 +293,19 @@ func (l *faultLog) storePanicked(what string, value any, stack []byte) {
 
 // Ready reports whether the Store answers within [Config.StoreTimeout]:
 // nil, or an error matching [ErrStoreUnavailable]. It suits a readiness
-// probe; a Store that implements [Pinger] is pinged, any other is asked
-// for a user that does not exist.
+// probe: the Store is asked for a user that cannot exist (its name has a
+// space, which no prepared username has), which a SQL store answers from
+// its primary key.
 func (a *Authenticator) Ready(ctx context.Context) error {
-	s := a.store.(*guardedStore)
-	if p, ok := s.Store.(Pinger); ok {
-		return s.call(ctx, "ping", p.Ping, func(error) bool { return false })
-	}
-	_, err := a.store.GetUser(ctx, "\x00nmauth-readiness")
+	_, err := a.store.GetUser(ctx, readinessProbe)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	return err
 }
 
-// Pinger is implemented by a [Store] that can tell cheaply whether it
-// answers; [Authenticator.Ready] uses it.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
+// readinessProbe is the name [Authenticator.Ready] asks for.
+const readinessProbe = "nmauth readiness"
 
 // ask runs one of the application's hooks (Config.SecondFactor,
 // NodeMember, NodeTokenValid), which typically read a database of the

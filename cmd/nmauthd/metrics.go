@@ -284,13 +284,12 @@ type timedStore struct {
 	m *metrics
 }
 
-// fullStore is a Store with the optional interfaces nmauthd's database
-// has. The wrapper keeps them, so that the root-secret guard and /readyz
-// work the same with metrics on.
+// fullStore is a Store with the optional interface nmauthd's database
+// has. The wrapper keeps it, so that the root-secret guard works the
+// same with metrics on.
 type fullStore interface {
 	nmauth.Store
 	nmauth.KeyCheckStore
-	nmauth.Pinger
 }
 
 // call runs one Store call and observes it. fnErr, if not nil, points to
