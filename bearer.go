@@ -24,8 +24,7 @@ func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Pri
 		return Principal{}, ErrUnauthenticated
 	}
 	now := a.now()
-	key, e := a.tokens.get(credential)
-	hit := e != nil
+	key, e, hit := a.tokens.get(credential)
 	var p Principal
 	var account, token *accountRef[accountStatus]
 	if hit {

@@ -4,11 +4,13 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/maypok86/otter/v2/stats"
 )
@@ -18,22 +20,35 @@ import (
 // rather than a parse. Only tokens whose signature was verified are
 // stored.
 //
-// It is a table of buckets of tokenWays slots, each slot the key of a
-// token (a 64-bit hash under a seed drawn at random by each process) and
-// a pointer to its entry. A token's key picks its bucket, and a second
-// one for when the first is full, so a lookup nearly always reads one
-// bucket's two cache lines and the entry: at a million tokens, most of a
-// check's cost is those reads missing the processor's caches, and there
-// are as few of them as there can be. Readers take no lock and write
-// nothing but a striped hit counter; writers take one mutex, and a check
-// that finds it held does not wait but leaves its token uncached. The
-// table starts small and doubles when it fills past three quarters or
-// both of a token's buckets are full, up to a quarter more slots than the
-// cache holds tokens. When both of a token's buckets are full then, it
-// takes the slot of an expired token; else, while the cache holds fewer
-// tokens than its size, it stays uncached, and once it holds its size it
-// takes the slot of one drawn at random from its first bucket: no list is
-// kept in order of use, so a hit writes nothing.
+// It is one array of slots, open addressing with linear probing: a
+// token's key (a 64-bit hash under a seed drawn at random by each process)
+// picks its home slot, and the token is in the first slot from there on
+// that holds its key, before the first empty one. A slot holds all that a
+// hit reads, in 88 bytes: the key, the signature and the principal's
+// compact fields, its strings by their address (one allocation per token,
+// which a hit returns without reading). So a hit reads the token's home
+// slot and, at the loads the table keeps, often a slot or two beside it,
+// and nothing else: at a million tokens, most of a check's cost is reads
+// that miss the processor's caches, and they are all in one place.
+//
+// Readers take no lock and write nothing but a striped hit counter. A
+// slot's version is odd while its writer changes it; a reader that finds
+// it odd, or changed, or the slot's key changed, once it has read the
+// slot, misses rather than waits (the token is then parsed). So a hit
+// returns the fields of one write of the slot, whose signature, compared
+// whole, is the token's. Writers take one mutex, and a check that finds
+// it held does not wait but leaves its token uncached. Slots are emptied
+// only by a new table, so a probe that meets an empty slot stops.
+//
+// The table starts small and grows by a quarter whenever four fifths of
+// it is in use, up to a quarter more slots than the cache holds tokens; a
+// new table takes every unexpired token of the old one. So while the cache
+// holds fewer tokens than its size, a token that verified twice is held
+// until it expires. Once it holds its size, a new token takes the slot of
+// an expired token on its path (from its home slot to the first empty
+// one), else of a live one drawn at random among the first eight there,
+// else (its home slot is empty) it stays uncached: no list is kept in
+// order of use, so a hit writes nothing.
 //
 // A token is stored on its second verification, not its first: the
 // doorkeeper remembers the tokens seen once lately, so that a fleet larger
@@ -42,11 +57,11 @@ import (
 // eviction.
 type tokenCache struct {
 	table atomic.Pointer[tokenTable]
-	// size is the most tokens the cache holds; maxBuckets the most
-	// buckets its table grows to.
-	size, maxBuckets int
-	seed             maphash.Seed
-	door             *doorkeeper
+	// size is the most tokens the cache holds; maxSlots the most slots
+	// its table grows to.
+	size, maxSlots int
+	seed           maphash.Seed
+	door           *doorkeeper
 	// mu is held by the writer of the table, which also sets count, the
 	// number of slots in use (expired entries among them).
 	mu     sync.Mutex
@@ -54,32 +69,89 @@ type tokenCache struct {
 	counts *stats.Counter
 }
 
-// tokenWays is the number of slots of a bucket of the token cache.
-const tokenWays = 8
-
 // tokenTable is the token cache's table, replaced whole when it grows.
-type tokenTable struct{ buckets []tokenBucket }
+type tokenTable struct{ slots []tokenSlot }
 
-// tokenBucket is tokenWays slots: a key of 0 is an empty slot. The keys
-// and entries are written one after the other, so a reader may find a key
-// beside the entry of another token; the entry's signature tells them
-// apart (see tokenEntry).
-type tokenBucket struct {
-	keys    [tokenWays]atomic.Uint64
-	entries [tokenWays]atomic.Pointer[tokenEntry]
+// tokenSlot is one token's place in the table: a key of 0 is an empty
+// slot. Every field is read and written atomically; version orders a
+// writer's changes with a reader's reads (see tokenCache).
+type tokenSlot struct {
+	key     atomic.Uint64
+	version atomic.Uint64
+	// sig is the token's signature (see tokenEntry), little-endian.
+	sig [4]atomic.Uint64
+	// The others are tokenEntry's.
+	issued     atomic.Int64
+	generation atomic.Uint64
+	meta       atomic.Uint64
+	ref        atomic.Pointer[byte]
+	account    atomic.Pointer[accountRef[accountStatus]]
 }
 
-// bucket returns the bucket of key.
-func (t *tokenTable) bucket(key uint64) *tokenBucket {
-	return &t.buckets[(key>>32)*uint64(len(t.buckets))>>32]
+// home returns the index of key's home slot.
+func (t *tokenTable) home(key uint64) uint64 {
+	hi, _ := bits.Mul64(key, uint64(len(t.slots)))
+	return hi
+}
+
+// find returns the slot that holds key, or nil.
+func (t *tokenTable) find(key uint64) *tokenSlot {
+	n := uint64(len(t.slots))
+	for i, j := t.home(key), uint64(0); j < n; j++ {
+		s := &t.slots[i]
+		switch s.key.Load() {
+		case key:
+			return s
+		case 0:
+			return nil
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	return nil
+}
+
+// load reads the entry of s into e and reports whether it is the entry of
+// key as one write left it: false if a writer changed s meanwhile.
+func (s *tokenSlot) load(key uint64, e *tokenEntry) bool {
+	v := s.version.Load()
+	for i := range s.sig {
+		binary.LittleEndian.PutUint64(e.sig[8*i:], s.sig[i].Load())
+	}
+	e.issued, e.generation, e.meta = s.issued.Load(), s.generation.Load(), s.meta.Load()
+	e.ref, e.account = s.ref.Load(), s.account.Load()
+	return v&1 == 0 && s.key.Load() == key && s.version.Load() == v
+}
+
+// store writes e under key into s. It is called with the cache's mu held,
+// or on a table no reader has yet.
+func (s *tokenSlot) store(key uint64, e *tokenEntry) {
+	s.version.Add(1)
+	for i := range s.sig {
+		s.sig[i].Store(binary.LittleEndian.Uint64(e.sig[8*i:]))
+	}
+	s.issued.Store(e.issued)
+	s.generation.Store(e.generation)
+	s.meta.Store(e.meta)
+	s.ref.Store(e.ref)
+	s.account.Store(e.account)
+	s.key.Store(key)
+	s.version.Add(1)
+}
+
+// expired reports whether the token in s has expired at now.
+func (s *tokenSlot) expired(now time.Time) bool {
+	return int64(s.meta.Load()>>32) <= now.Unix()
 }
 
 // tokenEntry is what the token cache keeps of a token that verified: its
 // principal, the token's signature, and the account whose standing
 // decides it. A user, host or node token's principal is kept compact: its
-// three strings in one, its times as Unix nanoseconds; any other (an
-// access token's, or one whose times would not come back the same) is
-// kept whole in ext.
+// three strings in one, its issue time in Unix nanoseconds and its expiry
+// in Unix seconds (a JWT's is whole seconds), the rest in a few bits;
+// any other (an access token's, or one whose fields would not come back
+// the same) is kept whole in a tokenExt.
 //
 // A hit must bring the whole of the token's signature, compared in
 // constant time: a JWT's HMAC-SHA256 (32 bytes), an access token's
@@ -95,18 +167,19 @@ func (t *tokenTable) bucket(key uint64) *tokenBucket {
 // credential, and the two together give back no token (a JWT's header and
 // other claims, an access token's secret, are not kept).
 type tokenEntry struct {
-	issued, expires int64
-	generation      uint64
-	// strs is the principal's name, network and token id, one after the
-	// other; nameLen and netLen cut it.
-	strs    string
+	sig [32]byte
+	// issued is when the token was issued, in Unix nanoseconds.
+	issued     int64
+	generation uint64
+	// meta is the token's expiry in Unix seconds, rounded up for a
+	// tokenExt (high half), and the layout (low half): metaKind, the meta
+	// flags, and the lengths of the name, network and token id
+	// (metaLenBits each, from metaNameShift on).
+	meta uint64
+	// ref is the principal's name, network and token id, one after the
+	// other, or its *tokenExt when metaExt is set.
+	ref     *byte
 	account *accountRef[accountStatus]
-	ext     *tokenExt
-	sig     [32]byte
-	nameLen uint16
-	netLen  uint16
-	kind    uint8
-	flags   uint8
 }
 
 // tokenExt is what an entry keeps of a token that its compact fields do
@@ -119,69 +192,84 @@ type tokenExt struct {
 }
 
 const (
-	entryTOTP = 1 << iota
-	entryGeneration
+	metaKind       = 3
+	metaTOTP       = 1 << 2
+	metaGeneration = 1 << 3
+	metaExt        = 1 << 4
+	metaNameShift  = 5
+	metaLenBits    = 9
+	metaLenMax     = 1<<metaLenBits - 1
 )
 
 // compactKinds are the kinds of principal an entry keeps compact, by
-// tokenEntry.kind.
+// meta&metaKind.
 var compactKinds = [...]PrincipalKind{KindUser, KindHost, KindNode}
 
 // principal returns the principal of the entry's token.
 func (e *tokenEntry) principal() Principal {
-	if e.ext != nil {
-		return e.ext.p
+	if e.meta&metaExt != 0 {
+		return (*tokenExt)(unsafe.Pointer(e.ref)).p
 	}
-	n, m := int(e.nameLen), int(e.nameLen)+int(e.netLen)
+	n := int(e.meta >> metaNameShift & metaLenMax)
+	m := n + int(e.meta>>(metaNameShift+metaLenBits)&metaLenMax)
+	strs := unsafe.String(e.ref, m+int(e.meta>>(metaNameShift+2*metaLenBits)&metaLenMax))
 	return Principal{
-		Kind:       compactKinds[e.kind],
-		Name:       e.strs[:n],
-		Network:    e.strs[n:m],
-		TOTP:       e.flags&entryTOTP != 0,
+		Kind:       compactKinds[e.meta&metaKind],
+		Name:       strs[:n],
+		Network:    strs[n:m],
+		TOTP:       e.meta&metaTOTP != 0,
 		IssuedAt:   time.Unix(0, e.issued),
-		ExpiresAt:  time.Unix(0, e.expires),
-		TokenID:    e.strs[m:],
-		generation: generationClaim{value: e.generation, present: e.flags&entryGeneration != 0},
+		ExpiresAt:  time.Unix(int64(e.meta>>32), 0),
+		TokenID:    strs[m:],
+		generation: generationClaim{value: e.generation, present: e.meta&metaGeneration != 0},
 	}
 }
 
 // token returns the place of an access token's own standing, nil for any
 // other kind.
 func (e *tokenEntry) token() *accountRef[accountStatus] {
-	if e.ext == nil {
+	if e.meta&metaExt == 0 {
 		return nil
 	}
-	return e.ext.token
+	return (*tokenExt)(unsafe.Pointer(e.ref)).token
 }
 
 // newTokenEntry returns the entry of a token with this signature and
 // principal.
-func newTokenEntry(sig *[32]byte, p *Principal, account, token *accountRef[accountStatus]) *tokenEntry {
-	e := &tokenEntry{sig: *sig, account: account, expires: p.ExpiresAt.UnixNano(), issued: p.IssuedAt.UnixNano()}
+func newTokenEntry(sig *[32]byte, p *Principal, account, token *accountRef[accountStatus]) tokenEntry {
+	e := tokenEntry{sig: *sig, account: account}
 	kind := -1
 	for i, k := range compactKinds {
 		if p.Kind == k {
 			kind = i
 		}
 	}
-	if kind >= 0 && token == nil && len(p.Name) <= math.MaxUint16 && len(p.Network) <= math.MaxUint16 {
-		e.kind, e.generation = uint8(kind), p.generation.value
-		e.nameLen, e.netLen = uint16(len(p.Name)), uint16(len(p.Network))
-		e.strs = p.Name + p.Network + p.TokenID
+	expires := p.ExpiresAt.Unix()
+	if kind >= 0 && token == nil && len(p.Name) <= metaLenMax && len(p.Network) <= metaLenMax && len(p.TokenID) <= metaLenMax &&
+		expires >= 0 && expires <= math.MaxUint32 {
+		e.issued, e.generation = p.IssuedAt.UnixNano(), p.generation.value
+		e.meta = uint64(expires)<<32 | uint64(kind) |
+			uint64(len(p.Name))<<metaNameShift | uint64(len(p.Network))<<(metaNameShift+metaLenBits) | uint64(len(p.TokenID))<<(metaNameShift+2*metaLenBits)
 		if p.TOTP {
-			e.flags |= entryTOTP
+			e.meta |= metaTOTP
 		}
 		if p.generation.present {
-			e.flags |= entryGeneration
+			e.meta |= metaGeneration
 		}
-		// A time out of range of Unix nanoseconds, or in a location other
-		// than the one time.Unix gives, would come back different.
+		e.ref = unsafe.StringData(p.Name + p.Network + p.TokenID)
+		// An expiry with a fraction of a second, a time out of range of
+		// Unix nanoseconds, or in a location other than the one time.Unix
+		// gives, would come back different.
 		if e.principal() == *p {
 			return e
 		}
-		e.strs = ""
 	}
-	e.ext = &tokenExt{p: *p, token: token}
+	if p.ExpiresAt.Nanosecond() > 0 {
+		expires++
+	}
+	e.issued, e.generation = 0, 0
+	e.meta = uint64(min(max(expires, 0), math.MaxUint32))<<32 | metaExt
+	e.ref = (*byte)(unsafe.Pointer(&tokenExt{p: *p, token: token}))
 	return e
 }
 
@@ -246,15 +334,14 @@ func newTokenCache(size int) *tokenCache {
 	if size <= 0 {
 		return &tokenCache{}
 	}
-	maxBuckets := (size + size/4 + tokenWays - 1) / tokenWays
 	c := &tokenCache{
-		size:       size,
-		maxBuckets: maxBuckets,
-		seed:       maphash.MakeSeed(),
-		door:       newDoorkeeper(size),
-		counts:     stats.NewCounter(),
+		size:     size,
+		maxSlots: size + max(size/4, 1),
+		seed:     maphash.MakeSeed(),
+		door:     newDoorkeeper(size),
+		counts:   stats.NewCounter(),
 	}
-	c.table.Store(&tokenTable{buckets: make([]tokenBucket, min(maxBuckets, 64))})
+	c.table.Store(&tokenTable{slots: make([]tokenSlot, min(c.maxSlots, 512))})
 	return c
 }
 
@@ -264,42 +351,28 @@ func (c *tokenCache) key(token string) uint64 {
 }
 
 // get returns the token's key, for put, and its entry if the token is in
-// the cache, else nil. A disabled cache spends no hash. An entry is
+// the cache, else false. A disabled cache spends no hash. An entry is
 // returned whatever its expiry; the caller checks that, by the same clock
 // as an uncached token's.
-func (c *tokenCache) get(token string) (uint64, *tokenEntry) {
+func (c *tokenCache) get(token string) (uint64, tokenEntry, bool) {
+	var e tokenEntry
 	if c.door == nil {
-		return 0, nil
+		return 0, e, false
 	}
-	key := c.key(token)
-	t := c.table.Load()
-	e, full := t.bucket(key).find(key)
-	if e == nil && full {
-		e, _ = t.bucket2(key).find(key)
-	}
-	if e != nil {
+	return c.lookup(c.key(token), token)
+}
+
+// lookup is get for the token of this key.
+func (c *tokenCache) lookup(key uint64, token string) (uint64, tokenEntry, bool) {
+	var e tokenEntry
+	if s := c.table.Load().find(key); s != nil && s.load(key, &e) {
 		if sig, ok := tokenSignature(token); ok && sameSignature(&e.sig, &sig) {
 			c.counts.RecordHits(1)
-			return key, e
+			return key, e, true
 		}
 	}
 	c.counts.RecordMisses(1)
-	return key, nil
-}
-
-// find returns the entry in b under key, or nil, and whether b has no
-// empty slot.
-func (b *tokenBucket) find(key uint64) (*tokenEntry, bool) {
-	full := true
-	for i := range b.keys {
-		switch b.keys[i].Load() {
-		case key:
-			return b.entries[i].Load(), true
-		case 0:
-			full = false
-		}
-	}
-	return nil, full
+	return key, tokenEntry{}, false
 }
 
 // put remembers a token that verified, with its principal and the places
@@ -315,109 +388,84 @@ func (c *tokenCache) put(key uint64, token string, p *Principal, account, tokenR
 	}
 	defer c.mu.Unlock()
 	e := newTokenEntry(&sig, p, account, tokenRef)
-	for {
-		t := c.table.Load()
-		slots, count := len(t.buckets)*tokenWays, int(c.count.Load())
-		canGrow := len(t.buckets) < c.maxBuckets
-		if canGrow && count >= slots*3/4 {
-			c.grow(t, now)
-			continue
-		}
-		fill := count < c.size
-		b, i, empty := t.slot(key, now, fill)
-		if b == nil && canGrow && fill {
-			c.grow(t, now)
-			continue
-		}
-		if b == nil {
-			if b, i = t.bucket(key), -1; fill {
-				return
-			}
-			// Full: a live token drawn at random gives way.
-			n := rand.IntN(tokenWays)
-			for j := range tokenWays {
-				if b.keys[(n+j)%tokenWays].Load() != 0 {
-					i = (n + j) % tokenWays
-					break
-				}
-			}
-			if i < 0 {
-				return
-			}
-		}
-		b.entries[i].Store(e)
-		b.keys[i].Store(key)
-		if empty {
-			c.count.Add(1)
-		}
+	t := c.table.Load()
+	if len(t.slots) < c.maxSlots && int(c.count.Load()) >= len(t.slots)*4/5 {
+		t = c.grow(t, now)
+	}
+	s, empty := t.slot(key, now, int(c.count.Load()) < c.size)
+	if s == nil {
 		return
 	}
-}
-
-// bucket2 returns the second bucket of key, where its entry is when its
-// first bucket was full.
-func (t *tokenTable) bucket2(key uint64) *tokenBucket {
-	return &t.buckets[(key&math.MaxUint32)*uint64(len(t.buckets))>>32]
+	s.store(key, &e)
+	if empty {
+		c.count.Add(1)
+	}
 }
 
 // slot returns the slot that key's entry is to take in t, and whether it
-// is empty: the key's own slot; else, if fill, an empty one of its first
-// bucket, or of its second when the first is full; else an expired
-// entry's. It returns a nil bucket when there is none of these. Slots are
-// emptied only by a new table, so an entry in the second bucket is always
-// behind a full first one, where get looks for it. It is called with c.mu
-// held.
-func (t *tokenTable) slot(key uint64, now time.Time, fill bool) (*tokenBucket, int, bool) {
-	var empty, expired *tokenBucket
-	ei, xi := 0, 0
-	for _, b := range [2]*tokenBucket{t.bucket(key), t.bucket2(key)} {
-		for i := range b.keys {
-			switch k := b.keys[i].Load(); {
-			case k == key:
-				return b, i, false
-			case k == 0:
-				if empty == nil {
-					empty, ei = b, i
-				}
-			case expired == nil && b.entries[i].Load().expires <= now.UnixNano():
-				expired, xi = b, i
+// is empty: the key's own slot; else, if fill, the first empty one on its
+// path; else an expired entry's on its path; else, if not fill, a live
+// one's drawn at random among the first eight on its path. It returns nil
+// when there is none of these. It is called with c.mu held.
+func (t *tokenTable) slot(key uint64, now time.Time, fill bool) (*tokenSlot, bool) {
+	n := uint64(len(t.slots))
+	var expired *tokenSlot
+	var live [8]*tokenSlot
+	nlive := 0
+probe:
+	for i, j := t.home(key), uint64(0); j < n; j++ {
+		s := &t.slots[i]
+		switch k := s.key.Load(); {
+		case k == key:
+			return s, false
+		case k == 0:
+			if fill {
+				return s, true
 			}
+			break probe
+		case expired == nil && s.expired(now):
+			expired = s
+		case nlive < len(live):
+			live[nlive] = s
+			nlive++
 		}
-		if empty != nil {
-			break
+		if i++; i == n {
+			i = 0
 		}
 	}
 	switch {
-	case empty != nil && fill:
-		return empty, ei, true
 	case expired != nil:
-		return expired, xi, false
+		return expired, false
+	case !fill && nlive > 0:
+		return live[rand.IntN(nlive)], false
 	}
-	return nil, 0, false
+	return nil, false
 }
 
-// grow replaces t by a table of twice as many buckets, at most
-// c.maxBuckets, that holds t's unexpired entries. It is called with c.mu
-// held. Readers go on reading t until the new table is in place.
-func (c *tokenCache) grow(t *tokenTable, now time.Time) {
-	n := &tokenTable{buckets: make([]tokenBucket, min(2*len(t.buckets), c.maxBuckets))}
+// grow replaces t by a table with a quarter more slots, at most
+// c.maxSlots, that holds every unexpired entry of t, and returns it. It is
+// called with c.mu held, when t has fewer than c.maxSlots. Readers go on
+// reading t until the new table is in place.
+func (c *tokenCache) grow(t *tokenTable, now time.Time) *tokenTable {
+	n := &tokenTable{slots: make([]tokenSlot, min(len(t.slots)+max(len(t.slots)/4, 1), c.maxSlots))}
 	count := 0
-	for bi := range t.buckets {
-		old := &t.buckets[bi]
-		for i := range old.keys {
-			key, e := old.keys[i].Load(), old.entries[i].Load()
-			if key == 0 || e.expires <= now.UnixNano() {
-				continue
-			}
-			if b, j, empty := n.slot(key, now, true); empty {
-				b.entries[j].Store(e)
-				b.keys[j].Store(key)
-				count++
-			}
+	var e tokenEntry
+	for i := range t.slots {
+		s := &t.slots[i]
+		key := s.key.Load()
+		if key == 0 || s.expired(now) {
+			continue
+		}
+		s.load(key, &e)
+		// n has more slots than t, so every entry finds an empty one.
+		if ns, _ := n.slot(key, now, true); ns != nil {
+			ns.store(key, &e)
+			count++
 		}
 	}
 	c.count.Store(int64(count))
 	c.table.Store(n)
+	return n
 }
 
 // doorkeeper is a Bloom filter of the token digests seen lately: it
