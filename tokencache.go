@@ -32,19 +32,21 @@ import (
 // that miss the processor's caches, and they are all in one place.
 //
 // Readers take no lock and write nothing but a striped hit counter. A
-// slot's version is odd while its writer changes it; a reader that finds
-// it odd, or changed, or the slot's key changed, once it has read the
-// slot, misses rather than waits (the token is then parsed). So a hit
-// returns the fields of one write of the slot, whose signature, compared
-// whole, is the token's. Writers take one mutex, and a check that finds
+// slot's version is odd while its writer changes it, and counts its
+// writes in 64 bits, so it never comes back to a value; a reader that
+// finds it odd, or changed, or the slot's key changed, once it has read
+// the slot, misses rather than waits (the token is then parsed). Every
+// field is read and written atomically, so a hit returns the fields of
+// one write of the slot, whose signature, compared whole, is the token's. Writers take one mutex, and a check that finds
 // it held does not wait but leaves its token uncached. Slots are emptied
 // only by a new table, so a probe that meets an empty slot stops.
 //
 // The table starts small and grows by a quarter whenever four fifths of
 // it is in use, up to a quarter more slots than the cache holds tokens; a
 // new table takes every unexpired token of the old one. So while the cache
-// holds fewer tokens than its size, a token that verified twice is held
-// until it expires. Once it holds its size, a new token takes the slot of
+// holds fewer tokens than its size, a token the doorkeeper admits is held
+// until it expires, unless another writer held the mutex (it is then
+// stored on a later check). Once it holds its size, a new token takes the slot of
 // an expired token on its path (from its home slot to the first empty
 // one), else of a live one drawn at random among the first eight there,
 // else (its home slot is empty) it stays uncached: no list is kept in
