@@ -33,17 +33,9 @@ const (
 
 var accessEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 
-// Errors of the access-token methods, each a 4xx over HTTP.
-var (
-	// ErrAccessTokensOff is returned when the Store keeps no access
-	// tokens (see [AccessTokenStore]); 501 over HTTP.
-	ErrAccessTokensOff = errors.New("nmauth: this store keeps no access tokens")
-	// ErrTooManyAccessTokens is returned when a user already has
-	// [Config.MaxAccessTokens] tokens; 409 over HTTP.
-	ErrTooManyAccessTokens = errors.New("nmauth: too many access tokens for this user")
-	// errNoAccessToken is an id that names no token; 404 over HTTP.
-	errNoAccessToken = fmt.Errorf("%w: access token", ErrNotFound)
-)
+// errNoAccessToken is an access-token id that names no token; 404 over
+// HTTP.
+var errNoAccessToken = fmt.Errorf("%w: access token", ErrNotFound)
 
 // requestError is a request whose content is wrong in a way the client
 // can fix: 400 over HTTP, with its text as the message.

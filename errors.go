@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Sentinel errors returned by the [Authenticator]. Check them with
-// [errors.Is]; the HTTP handler maps each to one status in one place.
+// Sentinel errors, those the [Authenticator] returns and those a [Store]
+// returns to it. Check them with [errors.Is]; the HTTP handler maps each
+// to one status in one place.
 var (
 	// ErrInvalidCredentials is returned for an unknown user or host, a
 	// wrong password and a disabled account alike.
@@ -59,6 +60,40 @@ var (
 	// Store holds accounts written under root secrets none of which is
 	// configured.
 	ErrSecretMismatch = errors.New("nmauth: the store was written under another root secret")
+	// ErrNotFound is returned by a [Store] read or update when the record does
+	// not exist.
+	ErrNotFound = errors.New("nmauth: not found")
+	// ErrExists is returned by [Store.CreateUser] and [Store.CreateHost] when a
+	// record with the same key is already stored.
+	ErrExists = errors.New("nmauth: already exists")
+	// ErrBrokenRecord is matched by the error of a [Store] read or update of
+	// a record that the Store holds but cannot decode (a [*BrokenRecordError]).
+	// It matches [ErrDataFault] too: the fault is the record's, answered 500
+	// and logged, never 503 (the Store answers) nor 401 (the credential may
+	// be right).
+	ErrBrokenRecord = fmt.Errorf("%w: broken record", ErrDataFault)
+	// ErrNotRegistered is returned by the methods of an [Extension] that no
+	// [Config.Extensions] of a successful [New] holds.
+	ErrNotRegistered = errors.New("nmauth: extension not registered in Config.Extensions")
+	// ErrInvalidImport is returned by [Admin.ImportUser] and
+	// [Admin.ImportHost] for a record that cannot be imported as it
+	// is: a password hash of no known format, a bad TOTP secret, both a hash
+	// and a password. Nothing of such a record is stored. The error names
+	// the reason, never a secret.
+	ErrInvalidImport = errors.New("nmauth: record cannot be imported")
+	// ErrInsecureMasterKey is returned when the master key is the default or
+	// shorter than 32 characters and insecure keys are not allowed.
+	ErrInsecureMasterKey = errors.New("nmauth: insecure master key")
+	// ErrRepairUnsupported is returned by [Admin.BrokenRecords] and
+	// [Admin.RepairRecords] when the Store does not implement
+	// [RepairStore].
+	ErrRepairUnsupported = errors.New("nmauth: the store cannot look for broken records")
+	// ErrAccessTokensOff is returned when the Store keeps no access
+	// tokens (see [AccessTokenStore]); 501 over HTTP.
+	ErrAccessTokensOff = errors.New("nmauth: this store keeps no access tokens")
+	// ErrTooManyAccessTokens is returned when a user already has
+	// [Config.MaxAccessTokens] tokens; 409 over HTTP.
+	ErrTooManyAccessTokens = errors.New("nmauth: too many access tokens for this user")
 )
 
 // RetryError is returned when a request may be tried again after a wait.

@@ -7,10 +7,6 @@ import (
 	"sync/atomic"
 )
 
-// ErrNotRegistered is returned by the methods of an [Extension] that no
-// [Config.Extensions] of a successful [New] holds.
-var ErrNotRegistered = errors.New("nmauth: extension not registered in Config.Extensions")
-
 // Extension is the capability of an optional package (single sign-on,
 // passkeys, an application's own factor) to log users in through an
 // Authenticator after a proof of its own, to trade pre-auth tokens, and to

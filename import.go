@@ -9,13 +9,6 @@ import (
 	"strings"
 )
 
-// ErrInvalidImport is returned by [Admin.ImportUser] and
-// [Admin.ImportHost] for a record that cannot be imported as it
-// is: a password hash of no known format, a bad TOTP secret, both a hash
-// and a password. Nothing of such a record is stored. The error names
-// the reason, never a secret.
-var ErrInvalidImport = errors.New("nmauth: record cannot be imported")
-
 // ImportedUser is a user account brought over from another system with
 // the credentials it has there, so that its user notices nothing.
 type ImportedUser struct {

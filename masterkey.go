@@ -18,10 +18,6 @@ const wellKnownMasterKey = "secretkey"
 // word someone picked.
 const minMasterKeyLen = 32
 
-// ErrInsecureMasterKey is returned when the master key is the default or
-// shorter than 32 characters and insecure keys are not allowed.
-var ErrInsecureMasterKey = errors.New("nmauth: insecure master key")
-
 // errEmptyMasterKey is not an [ErrInsecureMasterKey]: no setting makes an
 // empty key acceptable, so it must not suggest that one would.
 var errEmptyMasterKey = errors.New("nmauth: empty master key")

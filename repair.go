@@ -2,18 +2,12 @@ package nmauth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
 // EventRecordRepaired is the audit event of a broken record repaired by
 // [Admin.RepairRecords]; Kind and Name name the account.
 const EventRecordRepaired EventType = "record.repaired"
-
-// ErrRepairUnsupported is returned by [Admin.BrokenRecords] and
-// [Admin.RepairRecords] when the Store does not implement
-// [RepairStore].
-var ErrRepairUnsupported = errors.New("nmauth: the store cannot look for broken records")
 
 // BrokenRecords lists the records the Store holds but cannot decode, one
 // entry per broken column. Such a record answers 500 for its own account

@@ -3,7 +3,6 @@ package nmauth
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,21 +11,6 @@ import (
 
 	"github.com/nmauth/nmauth/internal/state"
 )
-
-// ErrNotFound is returned by a [Store] read or update when the record does
-// not exist.
-var ErrNotFound = errors.New("nmauth: not found")
-
-// ErrExists is returned by [Store.CreateUser] and [Store.CreateHost] when a
-// record with the same key is already stored.
-var ErrExists = errors.New("nmauth: already exists")
-
-// ErrBrokenRecord is matched by the error of a [Store] read or update of
-// a record that the Store holds but cannot decode (a [*BrokenRecordError]).
-// It matches [ErrDataFault] too: the fault is the record's, answered 500
-// and logged, never 503 (the Store answers) nor 401 (the credential may
-// be right).
-var ErrBrokenRecord = fmt.Errorf("%w: broken record", ErrDataFault)
 
 // BrokenRecordError is the error of a [Store] read or update of a record
 // it holds but cannot decode, such as a column whose JSON was damaged

@@ -9,16 +9,19 @@ import (
 	"testing"
 )
 
-// The bounds of what an embedder learns from go doc. maxAuthenticatorMethods
-// is issue 32's bound; maxRootNames is today's count, on the way to the
-// issue's 60, so that the surface can only shrink: lower it as names go,
-// never raise it without a reason in the commit. (68: from 85, the master
-// key's and the secret file's loading moved to nmauthd, a record's State
-// became one opaque type, and twin types merged: AccessToken and its views,
-// HostLogin and NodeLogin, Stats and ClientStats.)
+// The bounds of what an embedder learns from go doc, as issue 32 sets
+// them: maxAuthenticatorMethods methods of Authenticator, and maxRootNames
+// entries of `go doc -short .`, where a const or var block counts once
+// (the sentinel errors are one block, as STYLE.md asks).
+// Lower the bounds as names go, never raise them without a reason in the
+// commit. (60: from 85, the master key's and the secret file's loading
+// moved to nmauthd, a record's State became one opaque type, twin types
+// merged (AccessToken and its views, HostLogin and NodeLogin, Stats and
+// ClientStats), and the sentinel errors of the Store, imports, repair,
+// extensions and master keys joined the one block of errors.go.)
 const (
 	maxAuthenticatorMethods = 30
-	maxRootNames            = 68
+	maxRootNames            = 60
 )
 
 // TestSurface counts, over the root package's non-test files, the methods
