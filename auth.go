@@ -738,8 +738,18 @@ func (a *Authenticator) admitAndGrant(parent context.Context, left time.Duration
 func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret string,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
 	client := clientKey(ctx)
+	// A host whose last login granted with nothing to write may be granted
+	// again from what that login read (see hostCredential); anything else
+	// reads the Store.
+	if e := a.cachedHost(t.name, client, a.now()); e != nil && e.checks(t.name, secret) {
+		return true, a.grantMachine(ctx, t, e.account(t.name, client), secret, false, client, admit, grant)
+	}
 	for changes := 0; changes <= maxHashChanges; changes++ {
+		cache := a.hostCacheBefore(t.name)
 		acc, err := t.read(ctx)
+		if err != nil || !isMachineDigest(*acc.hash) {
+			a.dropHost(t.name, false)
+		}
 		switch {
 		case errors.Is(err, ErrNotFound) && isMachineSecret(secret):
 			a.ring.dummyMachineCheck(t.name, secret)
@@ -770,9 +780,19 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 			return true, err
 		}
 		if ok && !*acc.disabled {
+			clean := !upgrade && !grantChanges(acc, client)
+			if !clean {
+				a.dropHost(t.name, false)
+			}
 			err = a.grantMachine(ctx, t, acc, secret, upgrade, client, admit, grant)
+			if clean && err == nil {
+				a.keepHost(cache, t.name, acc, client, now)
+			}
 		} else {
 			err = a.countFailure(ctx, t, hash, client)
+			// A failure counted, or a disabled host, is seen by the next
+			// login at once; so is a Store that could not count.
+			a.dropHost(t.name, true)
 		}
 		if !errors.Is(err, errHashChanged) {
 			return true, err

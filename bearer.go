@@ -230,6 +230,9 @@ type accountRef[V any] struct {
 	// touched is when an access token's use was last recorded, in Unix
 	// nanoseconds (see noteUse).
 	touched atomic.Int64
+	// login is a host's machine credential as its last clean login read
+	// it (see hostCredential); nil for others.
+	login atomic.Pointer[hostCredential]
 }
 
 // statusCache keeps what the bearer check read of each account's standing
@@ -305,6 +308,16 @@ func (c *statusCache[V]) ref(k *accountKey) *accountRef[V] {
 		return r
 	}
 	r, _ := c.c.SetIfAbsent(*k, &accountRef[V]{key: *k, epoch: c.epoch(*k)})
+	return r
+}
+
+// peek returns the place of the account k if the cache holds one, else
+// nil, adding none.
+func (c *statusCache[V]) peek(k accountKey) *accountRef[V] {
+	if c.c == nil {
+		return nil
+	}
+	r, _ := c.c.GetIfPresent(k)
 	return r
 }
 

@@ -2,7 +2,10 @@ package nmauth
 
 import (
 	"context"
+	"crypto/hmac"
+	"slices"
 	"strings"
+	"time"
 )
 
 // HostLoginStore is implemented by a [Store] that reads what a host login
@@ -68,4 +71,144 @@ func (s *guardedStore) getHostLogin(ctx context.Context, id string) (h Host, err
 		return err
 	}, contractError)
 	return h, err
+}
+
+// hostCredential is what a host login keeps of a host whose login it
+// granted from a read of the Store with nothing to write: the digest of
+// its machine secret, already parsed, and what the grant reads. The next
+// login of the host from one of clients, with the secret the digest
+// checks, is granted from it without reading the Store, while it is
+// trusted: from fetched until until (by Config.Now, the status cache's
+// lifetime of an entry), and while the host's epoch in the status cache
+// is still the one read before the read that made it, so a change made
+// through this Authenticator (a disable, a new secret, a deletion, a
+// revocation) drops it at once, and one made elsewhere within
+// StatusCacheTTL, as the bearer check sees it. The token minted from it
+// carries the generation read, which a revocation since refuses.
+//
+// Only a right secret is answered from it. Any other login reads the
+// Store as if it were not there: a secret the digest does not check (a
+// wrong one, or a new one set elsewhere), a client it does not name. A
+// failure counted through this Authenticator replaces it with an entry
+// that never answers, so the failure's backoff applies at once. A Store
+// read that finds anything to write, or a host that is no longer there,
+// does the same.
+//
+// It lives in the host's place in the status cache, so its number is
+// bounded by StatusCacheSize; see BENCHMARKS.md for its memory.
+type hostCredential struct {
+	key *ringKey
+	mac [32]byte
+	// macAddress and generation are the host's, as read.
+	macAddress string
+	generation uint64
+	// clients are the addresses known to the host without failures.
+	clients []string
+	// fetched and until bound the time, in Unix nanoseconds by
+	// Config.Now, in which the entry is trusted.
+	fetched, until int64
+	epoch          uint64
+}
+
+// cachedHost returns the host's credential for client if the cache holds
+// one it may trust at now, else nil.
+func (a *Authenticator) cachedHost(id, client string, now time.Time) *hostCredential {
+	r := a.status.peek(accountKey{kind: KindHost, name: id})
+	if r == nil {
+		return nil
+	}
+	e := r.login.Load()
+	if t := now.UnixNano(); e == nil || e.key == nil || e.epoch != r.epoch.Load() || t < e.fetched || t >= e.until ||
+		!slices.Contains(e.clients, client) {
+		return nil
+	}
+	return e
+}
+
+// checks reports, in constant time, whether secret is the host's.
+func (e *hostCredential) checks(id, secret string) bool {
+	got := machineMAC(e.key, id, secret)
+	return hmac.Equal(got[:], e.mac[:])
+}
+
+// account returns the host's record as the login of client reads it from
+// e: a known client without failures and the host's MAC address and
+// generation. It has no stored credential: the grant that reads it writes
+// nothing.
+func (e *hostCredential) account(id, client string) account {
+	h := &Host{ID: id, MACAddress: e.macAddress, State: AccountState{Generation: e.generation,
+		PasswordClients: []ClientFailures{{Client: client, Known: true}}}}
+	return hostAccount(h)
+}
+
+// hostCacheState is what a host login saw of the host's cache entry
+// before it read the Store: its epoch and its place with the entry in it.
+type hostCacheState struct {
+	ref   *accountRef[accountStatus]
+	prev  *hostCredential
+	epoch uint64
+	on    bool
+}
+
+// hostCacheBefore is taken before a host login reads the Store.
+func (a *Authenticator) hostCacheBefore(id string) hostCacheState {
+	c := a.status
+	if c.c == nil {
+		return hostCacheState{}
+	}
+	k := accountKey{kind: KindHost, name: id}
+	st := hostCacheState{epoch: c.epoch(k).Load(), on: true}
+	if st.ref = c.peek(k); st.ref != nil {
+		st.prev = st.ref.login.Load()
+	}
+	return st
+}
+
+// keepHost caches acc, the host's record read after st was taken, for
+// the login of a right secret, the first root secret's, by client that
+// was granted from it with nothing to write. It keeps nothing when the
+// entry changed since st: a failure counted meanwhile wins.
+func (a *Authenticator) keepHost(st hostCacheState, id string, acc account, client string, now time.Time) {
+	if !st.on {
+		return
+	}
+	k, mac, err := a.ring.parseMachineDigest(*acc.hash)
+	if err != nil || k != a.ring.signer() || len(mac) != 32 {
+		return
+	}
+	e := &hostCredential{key: k, macAddress: acc.host.MACAddress, generation: acc.host.State.Generation,
+		fetched: now.UnixNano(), until: now.Add(a.status.lifetime()).UnixNano(), epoch: st.epoch}
+	copy(e.mac[:], mac)
+	for _, c := range *acc.clients {
+		if c == (ClientFailures{Client: c.Client, Known: true}) {
+			e.clients = append(e.clients, c.Client)
+		}
+	}
+	r := a.status.ref(&accountKey{kind: KindHost, name: id})
+	prev := st.prev
+	if r != st.ref {
+		prev = nil
+	}
+	r.login.CompareAndSwap(prev, e)
+}
+
+// dropHost replaces the host's cache entry with one that never answers,
+// so that its logins read the Store, and so that a read made before this
+// call keeps nothing (see keepHost). create makes the host's place when
+// the cache holds none, as after a failure counted.
+func (a *Authenticator) dropHost(id string, create bool) {
+	if a.status.c == nil {
+		return
+	}
+	k := accountKey{kind: KindHost, name: id}
+	r := a.status.peek(k)
+	switch {
+	case r == nil && !create:
+		return
+	case r == nil:
+		r = a.status.ref(&k)
+	case r.login.Load() == nil && !create:
+		return
+	}
+	r.login.Store(new(hostCredential))
 }

@@ -175,9 +175,15 @@ func (q *hostWriter) run() {
 		q.mu.Unlock()
 		if err := q.write(batch); err != nil {
 			// The batch stays at the head of the queue, counted against
-			// its bound, until the Store takes it. One line says so, and
-			// one more when it does.
-			if !failing {
+			// its bound, until the Store takes it. One line says so, with
+			// the stack of a panic, and one more when it does.
+			var p *storePanicError
+			switch {
+			case failing:
+			case errors.As(err, &p):
+				q.log.Error("the store panicked in update hosts; host login writes wait for it", "writes", len(batch),
+					"panic", p.v, "stack", p.stack)
+			default:
 				q.log.Warn("host login writes wait for the store", "writes", len(batch), "err", err)
 			}
 			failing = true
@@ -208,8 +214,7 @@ func (q *hostWriter) write(batch []hostWrite) (err error) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			q.log.Error("the store panicked in update hosts", "panic", v, "stack", string(debug.Stack()))
-			err = fmt.Errorf("nmauth: the store panicked in update hosts: %v", v)
+			err = &storePanicError{v: v, stack: string(debug.Stack())}
 		}
 	}()
 	if err := q.store.UpdateHosts(ctx, updates); err != nil {
@@ -221,6 +226,17 @@ func (q *hostWriter) write(batch []hostWrite) (err error) {
 		}
 	}
 	return nil
+}
+
+// storePanicError is a panic of the Store in UpdateHosts, with its stack,
+// which run logs once however often the batch is tried again.
+type storePanicError struct {
+	v     any
+	stack string
+}
+
+func (e *storePanicError) Error() string {
+	return fmt.Sprintf("nmauth: the store panicked in update hosts: %v", e.v)
 }
 
 // flush waits until every write queued so far is made, or ctx ends.
