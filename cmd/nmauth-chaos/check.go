@@ -20,7 +20,7 @@ const (
 
 // limitOf is the longest op's answer may take.
 func limitOf(o op) time.Duration {
-	if o == opUserLogin || o == opHostLogin {
+	if o == opUserLogin || o == opHostLogin || o == opHostRevokeProbe {
 		return loginAnswerLimit
 	}
 	return answerLimit

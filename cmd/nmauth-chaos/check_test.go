@@ -36,3 +36,17 @@ func TestCheckAnswerBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckHostProbe: a disabled host's right secret answered 200 by a
+// replica after the bound is a violation; 401, or 503 from a replica in a
+// fault, is not.
+func TestCheckHostProbe(t *testing.T) {
+	at := time.Date(2026, 11, 26, 4, 0, 0, 0, time.UTC)
+	for status, violation := range map[int]bool{200: true, 401: false, 503: false} {
+		rec := record{At: at, Op: opHostRevokeProbe, Account: "churn-host after disable", Status: status, RetryAfter: "1", Took: time.Millisecond}
+		v := check([]record{rec}, map[string]int{}, nil, nil)
+		if got := len(v) > 0; got != violation {
+			t.Errorf("probe answered %d: violations %q, want any: %v", status, v, violation)
+		}
+	}
+}

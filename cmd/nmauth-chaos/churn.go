@@ -13,7 +13,11 @@ const revocationBound = 2500 * time.Millisecond
 
 // churn revokes tokens of its own users in turn until stop, by logout,
 // by disable and by a password change, and probes every replica with the
-// revoked token once the bound has passed: each must refuse it.
+// revoked token once the bound has passed: each must refuse it. Every
+// third turn it disables its host instead, once every replica grants
+// the host's logins from its cache of machine credentials, and probes
+// every replica with a login by the host's right secret and with its
+// token: each must refuse both.
 type churn struct {
 	f         *fleet
 	c         *client
@@ -22,7 +26,9 @@ type churn struct {
 	env       []string
 	users     []string
 	passwords map[string]string
-	masterKey string
+	// host and hostSecret are the host that churn disables and enables.
+	host, hostSecret string
+	masterKey        string
 	// revocations counts the revocations made, by kind.
 	revocations map[string]int
 	log         func(format string, args ...any)
@@ -35,6 +41,12 @@ func (ch *churn) run(rng *rand.Rand, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-time.After(500 * time.Millisecond):
+		}
+		if i%3 == 2 {
+			if !ch.disableHost(rng, stop) {
+				return
+			}
+			continue
 		}
 		user := ch.users[i%len(ch.users)]
 		kind := kinds[rng.IntN(len(kinds))]
@@ -61,6 +73,64 @@ func (ch *churn) run(rng *rand.Rand, stop <-chan struct{}) {
 			ch.until(stop, func() bool { return ch.admin(rng, user, "enable") })
 		}
 	}
+}
+
+// hostAddr is the one address the churn's host logs in from, so that its
+// right logins are granted from each replica's cache once the address is
+// known to the host.
+const hostAddr = "10.78.0.1"
+
+// hostProbeTries bounds how often a replica is probed with a disabled
+// host's login until it answers 200 or 401.
+const hostProbeTries = 25
+
+// disableHost logs the churn's host in three times on every replica (the
+// first login makes its address known, the second reads the host with
+// nothing to write and caches it, the third is granted from the cache),
+// disables it through one replica, and once the bound has passed probes
+// every replica with a login by its right secret and with a token it got:
+// each must refuse both. It enables the host again; false if stop came
+// first.
+func (ch *churn) disableHost(rng *rand.Rand, stop <-chan struct{}) bool {
+	body := map[string]string{"id": ch.host, "password": ch.hostSecret}
+	token := ""
+	for _, r := range ch.f.replicas {
+		for range 3 {
+			st, b := ch.c.call(r, record{Op: opHostLogin, Account: ch.host, Right: true}, "POST", "/api/hosts/adm/authenticate", "", hostAddr, body)
+			if tok := field(b, "authToken"); st == 200 && tok != "" {
+				token = tok
+			}
+		}
+	}
+	if !ch.until(stop, func() bool { return ch.hostAdmin(rng, "disable") }) {
+		return false
+	}
+	ch.revocations["host disable"]++
+	ch.log("disabled host %s", ch.host)
+	time.Sleep(revocationBound)
+	for _, r := range ch.f.replicas {
+		// A replica in a fault answers 503 or not at all, which tells
+		// nothing: its probe is sent again until it answers.
+		for range hostProbeTries {
+			st, _ := ch.c.call(r, record{Op: opHostRevokeProbe, Account: ch.host + " after disable"}, "POST", "/api/hosts/adm/authenticate", "", hostAddr, body)
+			if st == 200 || st == 401 {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if token != "" {
+			ch.c.call(r, record{Op: opRevokeProbe, Account: ch.host + " after disable"}, "GET", "/api/whoami", token, hostAddr, nil)
+		}
+	}
+	return ch.until(stop, func() bool { return ch.hostAdmin(rng, "enable") })
+}
+
+// hostAdmin disables or enables the churn's host through a replica's
+// admin route.
+func (ch *churn) hostAdmin(rng *rand.Rand, action string) bool {
+	st, _ := ch.c.call(ch.f.replica(rng), record{Op: opAdmin, Account: ch.host, Right: true}, "POST",
+		"/api/admin/hosts/"+ch.host+"/"+action, ch.masterKey, clientAddr(rng), nil)
+	return st == 200
 }
 
 // login logs user in with its current password on some replica; "" when

@@ -25,6 +25,8 @@ const (
 	opLogout      op = "logout"
 	opAdmin       op = "admin"
 	opRevokeProbe op = "revocation probe"
+	// opHostRevokeProbe is a login by a disabled host's right secret.
+	opHostRevokeProbe op = "host revocation probe"
 )
 
 // record is one request as the harness saw it.

@@ -219,11 +219,12 @@ func seed(cfg *config, env []string, rng *rand.Rand) (*fleet, *churn, error) {
 		f.targets = append(f.targets, id)
 		fmt.Fprintf(&lines, "%s %s\n", id, machineSecret(rng))
 	}
+	ch := &churn{bin: cfg.Nmauthd, dsn: cfg.DSN, dir: cfg.Dir, env: env, passwords: map[string]string{},
+		masterKey: masterKey, revocations: map[string]int{}, host: "churn-host", hostSecret: machineSecret(rng)}
+	fmt.Fprintf(&lines, "%s %s\n", ch.host, ch.hostSecret)
 	if out, err := runAdmin(cfg.Nmauthd, cfg.DSN, cfg.Dir, env, lines.String(), "host", "import"); err != nil {
 		return nil, nil, fmt.Errorf("host import: %v\n%s", err, out)
 	}
-	ch := &churn{bin: cfg.Nmauthd, dsn: cfg.DSN, dir: cfg.Dir, env: env, passwords: map[string]string{},
-		masterKey: masterKey, revocations: map[string]int{}}
 	add := func(name, password string) error {
 		if out, err := runAdmin(cfg.Nmauthd, cfg.DSN, cfg.Dir, env, password+"\n", "user", "add", name); err != nil {
 			return fmt.Errorf("user add %s: %v\n%s", name, err, out)
