@@ -687,8 +687,17 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 // at the host gate, under a deadline of StoreTimeout from when the turn
 // comes. A host with a password hash leaves the gate before it waits for
 // a hashing slot, so that password logins never hold up machine secrets.
+// A login granted from the cache of machine credentials (see
+// hostCredential) reads no Store and takes no turn: it costs a digest and
+// a signature.
 func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, secret string,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
+	client := clientKey(parent)
+	if e := a.cachedHost(t.name, client, a.now()); e != nil && e.checks(t.name, secret) {
+		ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
+		defer cancel()
+		return true, a.grantMachine(ctx, t, e.account(t.name, client), secret, false, client, admit, grant)
+	}
 	if err := a.hostGate.acquire(parent, clientOfContext(parent)); err != nil {
 		return true, err
 	}
@@ -738,12 +747,6 @@ func (a *Authenticator) admitAndGrant(parent context.Context, left time.Duration
 func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret string,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
 	client := clientKey(ctx)
-	// A host whose last login granted with nothing to write may be granted
-	// again from what that login read (see hostCredential); anything else
-	// reads the Store.
-	if e := a.cachedHost(t.name, client, a.now()); e != nil && e.checks(t.name, secret) {
-		return true, a.grantMachine(ctx, t, e.account(t.name, client), secret, false, client, admit, grant)
-	}
 	for changes := 0; changes <= maxHashChanges; changes++ {
 		cache := a.hostCacheBefore(t.name)
 		acc, err := t.read(ctx)
@@ -786,7 +789,7 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 			}
 			err = a.grantMachine(ctx, t, acc, secret, upgrade, client, admit, grant)
 			if clean && err == nil {
-				a.keepHost(cache, t.name, acc, client, now)
+				a.keepHost(cache, t.name, acc)
 			}
 		} else {
 			err = a.countFailure(ctx, t, hash, client)

@@ -78,12 +78,11 @@ func (s *guardedStore) getHostLogin(ctx context.Context, id string) (h Host, err
 // its machine secret, already parsed, and what the grant reads. The next
 // login of the host from one of clients, with the secret the digest
 // checks, is granted from it without reading the Store, while it is
-// trusted: from fetched until until (by Config.Now, the status cache's
-// lifetime of an entry), and while the host's epoch in the status cache
-// is still the one read before the read that made it, so a change made
-// through this Authenticator (a disable, a new secret, a deletion, a
-// revocation) drops it at once, and one made elsewhere within
-// StatusCacheTTL, as the bearer check sees it. The token minted from it
+// trusted: for StatusCacheTTL from the start of that read (by Config.Now),
+// and while the host's epoch in the status cache is still the one read
+// before it, so a change made through this Authenticator (a disable, a new
+// secret, a deletion, a revocation) drops it at once, and one made
+// elsewhere within StatusCacheTTL, as the bearer check sees it. The token minted from it
 // carries the generation read, which a revocation since refuses.
 //
 // Only a right secret is answered from it. Any other login reads the
@@ -147,6 +146,7 @@ type hostCacheState struct {
 	ref   *accountRef[accountStatus]
 	prev  *hostCredential
 	epoch uint64
+	at    time.Time
 	on    bool
 }
 
@@ -157,7 +157,7 @@ func (a *Authenticator) hostCacheBefore(id string) hostCacheState {
 		return hostCacheState{}
 	}
 	k := accountKey{kind: KindHost, name: id}
-	st := hostCacheState{epoch: c.epoch(k).Load(), on: true}
+	st := hostCacheState{epoch: c.epoch(k).Load(), at: a.now(), on: true}
 	if st.ref = c.peek(k); st.ref != nil {
 		st.prev = st.ref.login.Load()
 	}
@@ -165,10 +165,10 @@ func (a *Authenticator) hostCacheBefore(id string) hostCacheState {
 }
 
 // keepHost caches acc, the host's record read after st was taken, for
-// the login of a right secret, the first root secret's, by client that
-// was granted from it with nothing to write. It keeps nothing when the
+// the login of a right secret, the first root secret's, that was granted
+// from it with nothing to write. It keeps nothing when the
 // entry changed since st: a failure counted meanwhile wins.
-func (a *Authenticator) keepHost(st hostCacheState, id string, acc account, client string, now time.Time) {
+func (a *Authenticator) keepHost(st hostCacheState, id string, acc account) {
 	if !st.on {
 		return
 	}
@@ -177,7 +177,7 @@ func (a *Authenticator) keepHost(st hostCacheState, id string, acc account, clie
 		return
 	}
 	e := &hostCredential{key: k, macAddress: acc.host.MACAddress, generation: acc.host.State.Generation,
-		fetched: now.UnixNano(), until: now.Add(a.status.lifetime()).UnixNano(), epoch: st.epoch}
+		fetched: st.at.UnixNano(), until: st.at.Add(a.status.ttl).UnixNano(), epoch: st.epoch}
 	copy(e.mac[:], mac)
 	for _, c := range *acc.clients {
 		if c == (ClientFailures{Client: c.Client, Known: true}) {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strconv"
 	"strings"
@@ -228,6 +229,23 @@ type ringKey struct {
 	// header is the encoded JOSE header of the tokens this key signs:
 	// {"alg":"HS256","kid":"<id>","typ":"JWT"}, in base64url.
 	header string
+	// jwtHMACs holds HMAC states under jwt's keys, by kind, ready to
+	// reuse.
+	jwtHMACs [numKinds]sync.Pool
+}
+
+// signJWT returns the HS256 signature of a token of kind whose signing
+// input is signing, as jwt.SigningMethodHS256 makes it under jwt[kind].
+func (k *ringKey) signJWT(kind tokenKind, signing []byte) (sig [sha256.Size]byte) {
+	m, _ := k.jwtHMACs[kind].Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, k.jwt[kind])
+	}
+	m.Write(signing)
+	m.Sum(sig[:0])
+	m.Reset()
+	k.jwtHMACs[kind].Put(m)
+	return sig
 }
 
 // keyRing holds the subkeys of every configured root secret. The first
@@ -384,13 +402,18 @@ func (m *tokenMinter) mint(a mintArgs) (token, jti string, err error) {
 		return "", "", fmt.Errorf("nmauth: sign token: %w", err)
 	}
 	// The compact JWS golang-jwt's SignedString makes, with the header
-	// encoded once per key rather than marshalled from a map per token.
-	signing := key.header + "." + base64.RawURLEncoding.EncodeToString(payload)
-	sig, err := jwt.SigningMethodHS256.Sign(signing, key.jwt[a.kind])
-	if err != nil {
-		return "", "", fmt.Errorf("nmauth: sign token: %w", err)
-	}
-	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), jti, nil
+	// encoded once per key rather than marshalled from a map per token,
+	// written into one buffer.
+	enc := base64.RawURLEncoding
+	n := len(key.header) + 1 + enc.EncodedLen(len(payload))
+	tok := make([]byte, n+1+enc.EncodedLen(sha256.Size))
+	copy(tok, key.header)
+	tok[len(key.header)] = '.'
+	enc.Encode(tok[len(key.header)+1:n], payload)
+	sig := key.signJWT(a.kind, tok[:n])
+	tok[n] = '.'
+	enc.Encode(tok[n+1:], sig[:])
+	return string(tok), jti, nil
 }
 
 // maxClockSkew is how far ahead of this replica's clock a token's iat may
