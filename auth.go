@@ -99,13 +99,16 @@ type Config struct {
 	// a random time between half of it and all of it, so that accounts
 	// read together do not all go back to the Store together. Changes made
 	// through this Authenticator take effect at once; changes made
-	// elsewhere within this time. Defaults to 2 seconds; a negative value
-	// reads the Store on every check.
+	// elsewhere within this time. A host login trusts for this time what
+	// the host's last login read of its machine secret, when that login
+	// had nothing to write (see docs/security.md). Defaults to 2 seconds;
+	// a negative value reads the Store on every check and every login.
 	StatusCacheTTL time.Duration
 	// StatusCacheSize bounds how many accounts' standing the bearer check
-	// remembers; past it the accounts least likely to be checked again are
-	// dropped one by one. Defaults to 200000; a negative value reads the
-	// Store on every check.
+	// remembers, with the hosts' machine credentials; past it the
+	// accounts least likely to be checked again are dropped one by one.
+	// Defaults to 200000; a negative value reads the Store on every check
+	// and every login.
 	StatusCacheSize int
 	// TokenCacheSize bounds how many verified tokens the bearer check
 	// remembers, each until its token expires; past it a new token takes
@@ -729,10 +732,11 @@ func (a *Authenticator) admitAndGrant(parent context.Context, left time.Duration
 
 // loginMachine is the login of a host whose stored credential is a
 // machine-secret digest; handled is false for any other, which takes the
-// rest of [Authenticator.login]. A clean success costs one read, one
-// digest and one signature, and writes nothing: the token carries the
-// generation read, so a revocation or a new secret that moves it on
-// refuses the token as it refuses every older one. A write happens only
+// rest of [Authenticator.login]. A clean success costs one read (none
+// when [Authenticator.loginHostTurn] grants it from the cache of machine
+// credentials), one digest and one signature, and writes nothing: the
+// token carries the generation read, so a revocation or a new secret
+// that moves it on refuses the token as it refuses every older one. A write happens only
 // when something changes: failures to reset, a client address not yet
 // known to the host, a digest under a root secret other than the first;
 // with a [HostBatchStore] it waits for the next batch (see
