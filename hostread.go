@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // HostLoginStore is implemented by a [Store] that reads what a host login
@@ -135,8 +137,9 @@ func (e *hostCredential) checks(id, secret string) bool {
 // generation. It has no stored credential: the grant that reads it writes
 // nothing.
 func (e *hostCredential) account(id, client string) account {
-	h := &Host{ID: id, MACAddress: e.macAddress, State: AccountState{Generation: e.generation,
-		PasswordClients: []ClientFailures{{Client: client, Known: true}}}}
+	h := &Host{ID: id, MACAddress: e.macAddress}
+	h.State.v.Generation = e.generation
+	h.State.v.PasswordClients = []state.Client{{Client: client, Known: true}}
 	return hostAccount(h)
 }
 
@@ -176,11 +179,11 @@ func (a *Authenticator) keepHost(st hostCacheState, id string, acc account) {
 	if err != nil || k != a.ring.signer() || len(mac) != 32 {
 		return
 	}
-	e := &hostCredential{key: k, macAddress: acc.host.MACAddress, generation: acc.host.State.Generation,
+	e := &hostCredential{key: k, macAddress: acc.host.MACAddress, generation: acc.host.State.v.Generation,
 		fetched: st.at.UnixNano(), until: st.at.Add(a.status.ttl).UnixNano(), epoch: st.epoch}
 	copy(e.mac[:], mac)
 	for _, c := range *acc.clients {
-		if c == (ClientFailures{Client: c.Client, Known: true}) {
+		if c == (state.Client{Client: c.Client, Known: true}) {
 			e.clients = append(e.clients, c.Client)
 		}
 	}

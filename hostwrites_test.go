@@ -64,7 +64,7 @@ func TestHostWritesLogPanicOnce(t *testing.T) {
 		t.Errorf("%d lines say the writes reach the store, want 1:\n%s", n, out)
 	}
 	h, err := store.GetHost(context.Background(), "h1")
-	if err != nil || len(h.State.PasswordClients) != 1 || !h.State.PasswordClients[0].Known {
+	if clients := nmauth.StateOf(&h.State).PasswordClients; err != nil || len(clients) != 1 || !clients[0].Known {
 		t.Errorf("host after the writes: %+v, %v; want its client known", h, err)
 	}
 }

@@ -114,10 +114,10 @@ func (a *Authenticator) writeAnswer(w http.ResponseWriter, kind answerKind, v an
 
 // hostLoginAnswer returns the bytes that encoding/json writes for the
 // answer of a host login, written out by hand, when its token and id are
-// plain JSON (see plainJSON); else false, and writeAnswer encodes it. A
-// test holds the two to the same bytes.
+// plain JSON (see plainJSON) and it names no network; else false, and
+// writeAnswer encodes it. A test holds the two to the same bytes.
 func (a *Authenticator) hostLoginAnswer(h HostLogin) ([]byte, bool) {
-	if !plainJSON(h.AuthToken) || !plainJSON(h.ID) {
+	if !plainJSON(h.AuthToken) || !plainJSON(h.ID) || h.Network != "" {
 		return nil, false
 	}
 	b := make([]byte, 0, 96+len(h.AuthToken)+len(h.ID))

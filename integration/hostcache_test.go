@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // replicaClock is the clock two replicas share, moved by the test.
@@ -181,8 +182,8 @@ func TestHostCacheCountsFailures(t *testing.T) {
 		if _, err := a.LoginHost(fromAddr(1), "guessed", "", machineSecret(t)); !errors.Is(err, nmauth.ErrInvalidCredentials) {
 			t.Fatalf("wrong secret: %v", err)
 		}
-		if h, err := s.GetHost(context.Background(), "guessed"); err != nil || h.State.PasswordFailures != 1 {
-			t.Fatalf("stored failures %d, %v; want 1", h.State.PasswordFailures, err)
+		if h, err := s.GetHost(context.Background(), "guessed"); err != nil || state.Of(h.State).PasswordFailures != 1 {
+			t.Fatalf("stored failures %d, %v; want 1", state.Of(h.State).PasswordFailures, err)
 		}
 		if _, err := a.LoginHost(fromAddr(1), "guessed", "", secret); err != nil {
 			t.Fatalf("right secret after one failure: %v", err)
@@ -190,8 +191,8 @@ func TestHostCacheCountsFailures(t *testing.T) {
 		if err := a.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if h, err := s.GetHost(context.Background(), "guessed"); err != nil || h.State.PasswordFailures != 0 {
-			t.Fatalf("stored failures %d, %v after a right login; want 0", h.State.PasswordFailures, err)
+		if h, err := s.GetHost(context.Background(), "guessed"); err != nil || state.Of(h.State).PasswordFailures != 0 {
+			t.Fatalf("stored failures %d, %v after a right login; want 0", state.Of(h.State).PasswordFailures, err)
 		}
 		for i := range 5 {
 			if _, err := a.LoginHost(fromAddr(1), "guessed", "", machineSecret(t)); !errors.Is(err, nmauth.ErrInvalidCredentials) {
