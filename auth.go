@@ -334,14 +334,30 @@ func newContext(ctx context.Context, p Principal) context.Context {
 }
 
 // FromContext returns the principal stored in ctx by the bearer middleware.
-// The value under the context's key is a *Principal, so that reading it
-// copies no Principal into an interface.
+// The value under the context's key is a *Principal, or the
+// *bearerContext of a request that passed [Authenticator.Middleware] or
+// [Authenticator.Require], so that reading it copies no Principal into an
+// interface.
 func FromContext(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(*Principal)
-	if !ok {
-		return Principal{}, false
+	switch v := ctx.Value(principalKey{}).(type) {
+	case *Principal:
+		return *v, true
+	case *bearerContext:
+		return v.p.principal(), true
 	}
-	return *p, true
+	return Principal{}, false
+}
+
+// kindFromContext returns the kind of the principal stored in ctx, as
+// FromContext finds it.
+func kindFromContext(ctx context.Context) (PrincipalKind, bool) {
+	switch v := ctx.Value(principalKey{}).(type) {
+	case *Principal:
+		return v.Kind, true
+	case *bearerContext:
+		return v.p.kind(), true
+	}
+	return "", false
 }
 
 // Authenticator logs hosts and users in, runs TOTP enrollment and

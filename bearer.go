@@ -20,39 +20,60 @@ import (
 // revoked, or once it was logged out ([Authenticator.Logout]); an access
 // token also once it is deleted.
 func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Principal, error) {
+	var p Principal
+	c, hit, err := a.checkBearer(ctx, credential, &p)
+	if err != nil {
+		return Principal{}, err
+	}
+	if hit {
+		return c.principal(), nil
+	}
+	return p, nil
+}
+
+// checkBearer is [Authenticator.CheckBearer]. A token in the cache comes
+// back as the cache keeps its principal, with true, and builds no
+// [Principal]; any other credential's principal is put in *p.
+func (a *Authenticator) checkBearer(ctx context.Context, credential string, p *Principal) (compactPrincipal, bool, error) {
 	if credential == "" {
-		return Principal{}, ErrUnauthenticated
+		return compactPrincipal{}, false, ErrUnauthenticated
 	}
 	now := a.now()
 	key, e, hit := a.tokens.get(credential)
-	var p Principal
 	var account, token *accountRef[accountStatus]
+	var expires time.Time
 	if hit {
-		p, account, token = e.principal(), e.account, e.token()
+		account, token, expires = e.account, e.token(), e.expiresAt()
 	} else {
 		if a.cfg.MasterKey.Check(credential) {
 			a.emit(ctx, Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
-			return Principal{Kind: KindMaster}, nil
+			*p = Principal{Kind: KindMaster}
+			return compactPrincipal{}, false, nil
 		}
 		var err error
-		if p, account, token, err = a.verifyToken(ctx, credential, now); err != nil {
-			return Principal{}, err
+		if *p, account, token, err = a.verifyToken(ctx, credential, now); err != nil {
+			return compactPrincipal{}, false, err
 		}
-		a.tokens.put(key, credential, &p, account, token, now)
+		a.tokens.put(key, credential, p, account, token, now)
+		expires = p.ExpiresAt
 	}
 	// The status cache's hits are the token cache's, corrected here off
 	// the path of a cached token that is checked (see statusCache.stats).
-	reaches := account != nil && now.Before(p.ExpiresAt)
+	reaches := account != nil && now.Before(expires)
 	if hit != reaches {
 		a.status.countCorrection(hit)
 	}
-	if !now.Before(p.ExpiresAt) {
-		return Principal{}, ErrUnauthenticated
+	if !now.Before(expires) {
+		return compactPrincipal{}, false, ErrUnauthenticated
 	}
-	if err := a.checkStanding(ctx, &p, account, token, now); err != nil {
-		return Principal{}, err
+	var held *compactPrincipal
+	if hit {
+		held, p = &e.compactPrincipal, nil
 	}
-	return p, nil
+	if err := a.checkStanding(ctx, p, held, account, token, now); err != nil {
+		return compactPrincipal{}, false, err
+	}
+	return e.compactPrincipal, hit, nil
 }
 
 // verifyToken verifies a token the cache did not hold. It returns the
@@ -110,8 +131,16 @@ func accountOf(p Principal) *accountKey {
 // logged out, and an access token deleted. A node
 // token minted by [Authenticator.LoginNode] stands or falls with its host;
 // one minted by [Authenticator.IssueNodeToken] by [Config.NodeTokenValid].
-func (a *Authenticator) checkStanding(ctx context.Context, p *Principal, account, token *accountRef[accountStatus], now time.Time) error {
+// The token's principal is p, or, for a cache hit, held (p then nil).
+func (a *Authenticator) checkStanding(ctx context.Context, p *Principal, held *compactPrincipal, account, token *accountRef[accountStatus], now time.Time) error {
 	if account == nil {
+		if held != nil {
+			if held.kind() != KindNode || a.cfg.NodeTokenValid == nil {
+				return nil
+			}
+			whole := held.principal()
+			p = &whole
+		}
 		if p.Kind == KindNode && a.cfg.NodeTokenValid != nil {
 			return a.checkNodeToken(ctx, *p)
 		}
@@ -121,7 +150,14 @@ func (a *Authenticator) checkStanding(ctx context.Context, p *Principal, account
 	if err != nil {
 		return err
 	}
-	if !st.admits(p) {
+	var gen generationClaim
+	var tokenID string
+	if held != nil {
+		gen, tokenID = held.generationClaim(), held.tokenID()
+	} else {
+		gen, tokenID = p.generation, p.TokenID
+	}
+	if !st.admits(gen, tokenID) {
 		return ErrUnauthenticated
 	}
 	if token == nil {
@@ -162,11 +198,12 @@ type accountStatus struct {
 	loggedOut []string
 }
 
-// admits reports whether an account in this standing accepts p's token:
-// one minted under the account's current generation and not logged out.
-func (st *accountStatus) admits(p *Principal) bool {
-	return st.active && p.generation.present && p.generation.value == st.generation &&
-		(len(st.loggedOut) == 0 || !slices.Contains(st.loggedOut, p.TokenID))
+// admits reports whether an account in this standing accepts a token
+// minted under gen with this id: one minted under the account's current
+// generation and not logged out.
+func (st *accountStatus) admits(gen generationClaim, tokenID string) bool {
+	return st.active && gen.present && gen.value == st.generation &&
+		(len(st.loggedOut) == 0 || !slices.Contains(st.loggedOut, tokenID))
 }
 
 // loadStatus returns the function that reads an account's standing from s,

@@ -216,40 +216,46 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 }
 
 // authenticate checks r's bearer credential and returns r with the
-// [Principal] and the client address in its context.
-func (a *Authenticator) authenticate(r *http.Request) (*http.Request, Principal, error) {
+// [Principal] and the client address in its context, and the
+// principal's kind.
+func (a *Authenticator) authenticate(r *http.Request) (*http.Request, PrincipalKind, error) {
 	ctx := &bearerContext{Context: r.Context()}
-	if _, ok := ctx.Context.Value(clientAddrKey{}).(netip.Addr); !ok {
+	if len(a.cfg.TrustedProxies) == 0 {
+		ctx.remote = r.RemoteAddr
+	} else if _, ok := ctx.Context.Value(clientAddrKey{}).(netip.Addr); !ok {
 		ctx.named = true
-		if len(a.cfg.TrustedProxies) == 0 {
-			ctx.remote = r.RemoteAddr
-		} else {
-			ctx.client = clientAddr(r, a.cfg.TrustedProxies)
-		}
+		ctx.client = clientAddr(r, a.cfg.TrustedProxies)
 	}
 	cred, err := BearerToken(r.Header)
 	if err == nil {
-		ctx.p, err = a.CheckBearer(ctx, cred)
+		var p Principal
+		var hit bool
+		if ctx.p, hit, err = a.checkBearer(ctx, cred, &p); err == nil && !hit {
+			ctx.p = extPrincipal(&p)
+		}
 	}
 	if err != nil {
-		return r.WithContext(ctx), Principal{}, err
+		return r.WithContext(ctx), "", err
 	}
 	ctx.checked = true
-	return r.WithContext(ctx), ctx.p, nil
+	return r.WithContext(ctx), ctx.p.kind(), nil
 }
 
 // bearerContext is the context of a request that went through the bearer
-// check: in one value, the [Principal] once the check passed, and the
-// client address when no caller named one. Behind no trusted proxy the
-// address is read from the connection's address only when asked, by an
-// event: a request that only passes the check never parses it.
+// check: in one value, the [Principal] once the check passed, kept as the
+// token cache keeps it, and the client address when no caller named one.
+// Behind no trusted proxy the address is read from the connection's
+// address only when asked, by an event, and only if the context this one
+// wraps names none: a request that only passes the check neither parses
+// it nor looks for another.
 type bearerContext struct {
 	context.Context
-	p       Principal
+	p       compactPrincipal
 	checked bool
-	// named is set when this context names the client: client, or, when
-	// remote is set, the peer of remote.
-	named  bool
+	// named is set when this context names the client, the address
+	// behind the trusted proxies, client.
+	named bool
+	// remote is the connection's address, when no proxy is trusted.
 	remote string
 	client netip.Addr
 }
@@ -258,14 +264,17 @@ func (c *bearerContext) Value(key any) any {
 	switch key.(type) {
 	case principalKey:
 		if c.checked {
-			return &c.p
+			return c
 		}
 	case clientAddrKey:
-		if !c.named {
-			break
+		if c.named {
+			return c.client
 		}
 		if c.remote == "" {
-			return c.client
+			break
+		}
+		if addr, ok := c.Context.Value(key).(netip.Addr); ok {
+			return addr
 		}
 		addr := remotePeer(c.remote)
 		if addr.Is6() {
@@ -308,15 +317,15 @@ func (a *Authenticator) Require(kinds ...PrincipalKind) func(http.Handler) http.
 	allowed := slices.Clone(kinds)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p, ok := FromContext(r.Context())
+			kind, ok := kindFromContext(r.Context())
 			if !ok {
 				var err error
-				if r, p, err = a.authenticate(r); err != nil {
+				if r, kind, err = a.authenticate(r); err != nil {
 					a.WriteError(w, r, err)
 					return
 				}
 			}
-			if !slices.Contains(allowed, p.Kind) {
+			if !slices.Contains(allowed, kind) {
 				a.WriteError(w, r, ErrForbidden)
 				return
 			}

@@ -216,3 +216,43 @@ func BenchmarkRequire(b *testing.B) {
 		})
 	}
 }
+
+// TestRequireHandsOverThePrincipal checks that the handler behind Require
+// or Middleware sees the very Principal CheckBearer gives for the same
+// credential, when the token is checked in full and when it comes from the
+// token cache (which takes a token on its second check).
+func TestRequireHandsOverThePrincipal(t *testing.T) {
+	c := newRequireCredentials(t, nmauth.WireSpec)
+	var seen nmauth.Principal
+	var found bool
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen, found = nmauth.FromContext(r.Context())
+		w.WriteHeader(http.StatusNoContent)
+	})
+	guards := map[string]http.Handler{
+		"Require":    c.auth.Require(nmauth.KindMaster, nmauth.KindUser, nmauth.KindHost, nmauth.KindNode)(app),
+		"Middleware": c.auth.Middleware(app),
+	}
+	for name, bearer := range map[string]string{"user": c.user, "host": c.host, "node": c.node, "master": c.master} {
+		want, err := c.auth.CheckBearer(context.Background(), bearer)
+		if err != nil {
+			t.Fatalf("%s: CheckBearer: %v", name, err)
+		}
+		if want.Kind == nmauth.KindUser && want.Name != "alice" {
+			t.Fatalf("%s: CheckBearer gave %+v", name, want)
+		}
+		for gname, h := range guards {
+			for i := range 3 {
+				seen, found = nmauth.Principal{}, false
+				if rec := serveBearer(h, bearer); rec.Code != http.StatusNoContent {
+					t.Fatalf("%s, %s, request %d: status %d", gname, name, i, rec.Code)
+				}
+				if !found || seen.Kind != want.Kind || seen.Name != want.Name || seen.Network != want.Network ||
+					seen.TOTP != want.TOTP || seen.TokenID != want.TokenID ||
+					!seen.IssuedAt.Equal(want.IssuedAt) || !seen.ExpiresAt.Equal(want.ExpiresAt) {
+					t.Errorf("%s, %s, request %d: the handler saw %+v (found %v), want %+v", gname, name, i, seen, found, want)
+				}
+			}
+		}
+	}
+}

@@ -170,6 +170,15 @@ func (s *tokenSlot) expired(now time.Time) bool {
 // other claims, an access token's secret, are not kept).
 type tokenEntry struct {
 	sig [32]byte
+	compactPrincipal
+	account *accountRef[accountStatus]
+}
+
+// compactPrincipal is a principal as the token cache keeps it (see
+// tokenEntry). The bearer check reads the fields it needs from it in
+// place, and a request's context carries it as it is, so a cache hit
+// builds no [Principal] until one is asked for.
+type compactPrincipal struct {
 	// issued is when the token was issued, in Unix nanoseconds.
 	issued     int64
 	generation uint64
@@ -180,8 +189,7 @@ type tokenEntry struct {
 	meta uint64
 	// ref is the principal's name, network and token id, one after the
 	// other, or its *tokenExt when metaExt is set.
-	ref     *byte
-	account *accountRef[accountStatus]
+	ref *byte
 }
 
 // tokenExt is what an entry keeps of a token that its compact fields do
@@ -207,33 +215,88 @@ const (
 // meta&metaKind.
 var compactKinds = [...]PrincipalKind{KindUser, KindHost, KindNode}
 
-// principal returns the principal of the entry's token.
-func (e *tokenEntry) principal() Principal {
-	if e.meta&metaExt != 0 {
-		return (*tokenExt)(unsafe.Pointer(e.ref)).p
+// extPrincipal returns p kept whole, as the token cache keeps a
+// principal it cannot keep compact.
+func extPrincipal(p *Principal) compactPrincipal {
+	return compactPrincipal{meta: metaExt, ref: (*byte)(unsafe.Pointer(&tokenExt{p: *p}))}
+}
+
+// ext returns the tokenExt that keeps the principal whole, nil when it
+// is compact.
+func (c *compactPrincipal) ext() *tokenExt {
+	if c.meta&metaExt == 0 {
+		return nil
 	}
-	n := int(e.meta >> metaNameShift & metaLenMax)
-	m := n + int(e.meta>>(metaNameShift+metaLenBits)&metaLenMax)
-	strs := unsafe.String(e.ref, m+int(e.meta>>(metaNameShift+2*metaLenBits)&metaLenMax))
+	return (*tokenExt)(unsafe.Pointer(c.ref))
+}
+
+// principal returns the principal of the entry's token.
+func (c *compactPrincipal) principal() Principal {
+	if x := c.ext(); x != nil {
+		return x.p
+	}
+	n, m, strs := c.strings()
 	return Principal{
-		Kind:       compactKinds[e.meta&metaKind],
+		Kind:       compactKinds[c.meta&metaKind],
 		Name:       strs[:n],
 		Network:    strs[n:m],
-		TOTP:       e.meta&metaTOTP != 0,
-		IssuedAt:   time.Unix(0, e.issued),
-		ExpiresAt:  time.Unix(int64(e.meta>>32), 0),
+		TOTP:       c.meta&metaTOTP != 0,
+		IssuedAt:   time.Unix(0, c.issued),
+		ExpiresAt:  time.Unix(int64(c.meta>>32), 0),
 		TokenID:    strs[m:],
-		generation: generationClaim{value: e.generation, present: e.meta&metaGeneration != 0},
+		generation: generationClaim{value: c.generation, present: c.meta&metaGeneration != 0},
 	}
+}
+
+// strings returns a compact principal's name, network and token id, one
+// after the other, and the ends of the first two.
+func (c *compactPrincipal) strings() (n, m int, strs string) {
+	n = int(c.meta >> metaNameShift & metaLenMax)
+	m = n + int(c.meta>>(metaNameShift+metaLenBits)&metaLenMax)
+	return n, m, unsafe.String(c.ref, m+int(c.meta>>(metaNameShift+2*metaLenBits)&metaLenMax))
+}
+
+// kind returns the principal's kind.
+func (c *compactPrincipal) kind() PrincipalKind {
+	if x := c.ext(); x != nil {
+		return x.p.Kind
+	}
+	return compactKinds[c.meta&metaKind]
+}
+
+// expiresAt returns when the principal's token expires.
+func (c *compactPrincipal) expiresAt() time.Time {
+	if x := c.ext(); x != nil {
+		return x.p.ExpiresAt
+	}
+	return time.Unix(int64(c.meta>>32), 0)
+}
+
+// tokenID returns the id of the principal's token.
+func (c *compactPrincipal) tokenID() string {
+	if x := c.ext(); x != nil {
+		return x.p.TokenID
+	}
+	_, m, strs := c.strings()
+	return strs[m:]
+}
+
+// generationClaim returns the account generation the token was minted
+// under.
+func (c *compactPrincipal) generationClaim() generationClaim {
+	if x := c.ext(); x != nil {
+		return x.p.generation
+	}
+	return generationClaim{value: c.generation, present: c.meta&metaGeneration != 0}
 }
 
 // token returns the place of an access token's own standing, nil for any
 // other kind.
-func (e *tokenEntry) token() *accountRef[accountStatus] {
-	if e.meta&metaExt == 0 {
-		return nil
+func (c *compactPrincipal) token() *accountRef[accountStatus] {
+	if x := c.ext(); x != nil {
+		return x.token
 	}
-	return (*tokenExt)(unsafe.Pointer(e.ref)).token
+	return nil
 }
 
 // newTokenEntry returns the entry of a token with this signature and
