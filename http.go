@@ -354,12 +354,33 @@ func BearerToken(h http.Header) (string, error) {
 	if cred == "" || len(cred) > maxCredentialLen {
 		return "", ErrUnauthenticated
 	}
-	for i := 0; i < len(cred); i++ {
-		if cred[i] <= ' ' || cred[i] > '~' {
-			return "", ErrUnauthenticated
-		}
+	if !visibleASCII(cred) {
+		return "", ErrUnauthenticated
 	}
 	return cred, nil
+}
+
+// visibleASCII reports whether every byte of s is visible ASCII, '!'
+// through '~'. Every request behind the bearer check pays for it, so it
+// reads eight bytes at a time: a byte below '!' borrows into its top bit
+// when '!' is taken from it, one above '~' has its top bit set or gets it
+// when one is added. A borrow or carry crosses into the next byte only
+// from a byte that is itself out of range, so the answer is exact.
+func visibleASCII(s string) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	for ; len(s) >= 8; s = s[8:] {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		if ((w-'!'*ones)&^w|w|(w+ones))&tops != 0 {
+			return false
+		}
+	}
+	for i := range len(s) {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // serveHostLogin serves host login, or with answerNodeLogin node login for

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/nmauth/nmauth"
@@ -251,6 +252,29 @@ func TestRequireHandsOverThePrincipal(t *testing.T) {
 					seen.TOTP != want.TOTP || seen.TokenID != want.TokenID ||
 					!seen.IssuedAt.Equal(want.IssuedAt) || !seen.ExpiresAt.Equal(want.ExpiresAt) {
 					t.Errorf("%s, %s, request %d: the handler saw %+v (found %v), want %+v", gname, name, i, seen, found, want)
+				}
+			}
+		}
+	}
+}
+
+// TestBearerTokenVisibleASCII checks BearerToken's reading of the
+// credential's bytes, eight at a time, against the rule byte by byte:
+// every byte value at every place of credentials of 1 to 24 bytes.
+func TestBearerTokenVisibleASCII(t *testing.T) {
+	for n := 1; n <= 24; n++ {
+		for at := range n {
+			for b := range 256 {
+				cred := []byte(strings.Repeat("a", n))
+				cred[at] = byte(b)
+				want := strings.TrimLeft(string(cred), " ")
+				valid := want != ""
+				for _, c := range []byte(want) {
+					valid = valid && c >= 0x21 && c <= 0x7e
+				}
+				got, err := nmauth.BearerToken(http.Header{"Authorization": {"Bearer " + string(cred)}})
+				if valid && (err != nil || got != want) || !valid && err == nil {
+					t.Fatalf("credential %q: got %q, %v; want valid %v", cred, got, err, valid)
 				}
 			}
 		}
