@@ -446,6 +446,9 @@ func New(cfg Config) (*Authenticator, error) {
 		writes:   newHostWriter(cfg.Store, cfg.HostWriteQueue, cfg.Logger),
 		log:      cfg.Logger,
 	}
+	if a.writes != nil {
+		a.writes.lost = func(id string) { a.dropHost(id, false) }
+	}
 	if err := registerExtensions(cfg.Extensions, a); err != nil {
 		return nil, err
 	}
@@ -715,7 +718,8 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, sec
 	if e := a.cachedHost(t.name, client, a.now()); e != nil && e.checks(t.name, secret) {
 		ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 		defer cancel()
-		return true, a.grantMachine(ctx, t, e.account(t.name, client), secret, false, client, admit, grant)
+		_, err := a.grantMachine(ctx, t, e.account(t.name, client), secret, false, client, nil, admit, grant)
+		return true, err
 	}
 	if err := a.hostGate.acquire(parent, clientOfContext(parent)); err != nil {
 		return true, err
@@ -803,13 +807,17 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 			return true, err
 		}
 		if ok && !*acc.disabled {
+			// A read with nothing to write is cached as read; one with a
+			// write replaces what the cache held with the host as the
+			// queued write leaves it (seeded), or else drops it.
 			clean := !upgrade && !grantChanges(acc, client)
-			if !clean {
-				a.dropHost(t.name, false)
-			}
-			err = a.grantMachine(ctx, t, acc, secret, upgrade, client, admit, grant)
-			if clean && err == nil {
+			var seeded bool
+			seeded, err = a.grantMachine(ctx, t, acc, secret, upgrade, client, &cache, admit, grant)
+			switch {
+			case clean && err == nil:
 				a.keepHost(cache, t.name, acc)
+			case !clean && !seeded:
+				a.dropHost(t.name, false)
 			}
 		} else {
 			err = a.countFailure(ctx, t, hash, client)
@@ -830,11 +838,17 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 // through [Authenticator.grantLogin] when the Store does not batch or the
 // queue is full. Nothing was counted, so a refusal by admit or by grant
 // (a MAC address the host may not use) has nothing to undo.
+//
+// With cache, what the cache held before the read, a queued write first
+// puts in the cache the host as the write leaves it (see seedHost), unless
+// the Store is failing to take writes; seeded reports whether the cache
+// holds it once the login is granted. A write made by the login itself
+// keeps it only if made.
 func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc account, secret string, upgrade bool,
-	client string, admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
+	client string, cache *hostCacheState, admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (seeded bool, err error) {
 	if admit != nil {
 		if err := admit(ctx); err != nil {
-			return err
+			return false, err
 		}
 	}
 	write := upgrade || grantChanges(acc, client)
@@ -843,24 +857,31 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 		credential = a.newCredential(t, *acc.hash, secret, upgrade)
 		if a.writes == nil {
 			_, err := a.grantLogin(ctx, t, *acc.hash, credential, client, grant)
-			return err
+			return false, err
 		}
 	}
 	if err := grant(acc, a.now()); err != nil {
-		return err
+		return false, err
 	}
 	// The token carries the generation read, so the write can wait for
 	// the next batch: a disable or a new secret meanwhile moves the
 	// generation on and refuses the token, and the write, which applies
 	// only to the digest checked on a host not disabled, undoes neither.
 	// A full queue makes the write now, with the token minted in it.
-	if write && !a.writes.enqueue(newHostWrite(t.name, acc, credential, client)) {
-		_, err := a.grantLogin(ctx, t, *acc.hash, credential, client, grant)
-		return err
+	// The host is seeded before the write is queued, so that the writer,
+	// which drops the host's entry when the write does not apply as read,
+	// comes after it.
+	if write {
+		w := newHostWrite(t.name, acc, credential, client)
+		seeded = cache != nil && !a.writes.failing.Load() && a.seedHost(*cache, t.name, acc, &w)
+		if !a.writes.enqueue(w) {
+			_, err := a.grantLogin(ctx, t, *acc.hash, credential, client, grant)
+			return seeded && err == nil, err
+		}
 	}
 	a.known.note(clientOfContext(ctx))
 	a.emit(ctx, Event{Type: t.grantedEvent(), Kind: t.kind, Name: t.name})
-	return nil
+	return seeded, nil
 }
 
 // checkCredential checks a secret against an account's stored credential:

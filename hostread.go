@@ -76,7 +76,8 @@ func (s *guardedStore) getHostLogin(ctx context.Context, id string) (h Host, err
 }
 
 // hostCredential is what a host login keeps of a host whose login it
-// granted from a read of the Store with nothing to write: the digest of
+// granted from a read of the Store with nothing to write, or with a write
+// it queued, as that write leaves the host (see seedHost): the digest of
 // its machine secret, already parsed, and what the grant reads. The next
 // login of the host from one of clients, with the secret the digest
 // checks, is granted from it without reading the Store, while it is
@@ -92,8 +93,11 @@ func (s *guardedStore) getHostLogin(ctx context.Context, id string) (h Host, err
 // wrong one, or a new one set elsewhere), a client it does not name. A
 // failure counted through this Authenticator replaces it with an entry
 // that never answers, so the failure's backoff applies at once. A Store
-// read that finds anything to write, or a host that is no longer there,
-// does the same.
+// read that finds anything to write replaces it with the host as the
+// queued write leaves it, or else does the same, as does a host that is
+// no longer there, and a queued write that does not apply as its login
+// read the host (a disable, a new secret, a deletion, a revocation or a
+// failure counted since, wherever made) or that the Store does not take.
 //
 // It lives in the host's place in the status cache, so its number is
 // bounded by StatusCacheSize; see BENCHMARKS.md for its memory.
@@ -175,9 +179,44 @@ func (a *Authenticator) keepHost(st hostCacheState, id string, acc account) {
 	if !st.on {
 		return
 	}
+	if e := a.hostEntry(st, acc); e != nil {
+		a.putHost(st, id, e)
+	}
+}
+
+// seedHost caches the host as w, the write that a right login queues
+// from acc, the record read after st was taken, leaves it once applied:
+// its client known without failures, the host's failures forgotten, its
+// digest the one w stores, which checks the secret the login checked.
+// So the host's next logins from that client are granted from the cache
+// while the write waits for its batch, trusted from the start of the read
+// that the write is conditional on. The write's outcome decides the
+// rest: one that does not apply as read (the host disabled, given a new
+// secret or deleted since, a failure counted meanwhile) or that the
+// Store does not take drops the entry (see hostWriter.lost). seedHost
+// reports whether it cached the host; it keeps nothing, and drops what
+// the cache held, when the entry changed since st, as keepHost does, or
+// when the credential is not one the cache keeps.
+func (a *Authenticator) seedHost(st hostCacheState, id string, acc account, w *hostWrite) bool {
+	if !st.on || acc.host == nil {
+		return false
+	}
+	h := *acc.host
+	h.State.v.PasswordClients = slices.Clone(*acc.clients)
+	if _, err := w.applyTo(&h); err != nil {
+		return false
+	}
+	e := a.hostEntry(st, hostAccount(&h))
+	return e != nil && a.putHost(st, id, e)
+}
+
+// hostEntry returns the cache entry of acc, the host's record read after
+// st was taken, or nil when its credential is not a digest under the
+// first root secret.
+func (a *Authenticator) hostEntry(st hostCacheState, acc account) *hostCredential {
 	k, mac, err := a.ring.parseMachineDigest(*acc.hash)
 	if err != nil || k != a.ring.signer() || len(mac) != 32 {
-		return
+		return nil
 	}
 	e := &hostCredential{key: k, macAddress: acc.host.MACAddress, generation: acc.host.State.v.Generation,
 		fetched: st.at.UnixNano(), until: st.at.Add(a.status.ttl).UnixNano(), epoch: st.epoch}
@@ -187,12 +226,18 @@ func (a *Authenticator) keepHost(st hostCacheState, id string, acc account) {
 			e.clients = append(e.clients, c.Client)
 		}
 	}
+	return e
+}
+
+// putHost puts e in the host's place if the entry there is still the one
+// st saw, and reports whether it did.
+func (a *Authenticator) putHost(st hostCacheState, id string, e *hostCredential) bool {
 	r := a.status.ref(&accountKey{kind: KindHost, name: id})
 	prev := st.prev
 	if r != st.ref {
 		prev = nil
 	}
-	r.login.CompareAndSwap(prev, e)
+	return r.login.CompareAndSwap(prev, e)
 }
 
 // dropHost replaces the host's cache entry with one that never answers,

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nmauth/nmauth/internal/state"
@@ -72,34 +73,49 @@ type hostWrite struct {
 	failures int
 	blocked  time.Time
 	clients  []state.Client
+	// generation is the host's generation as the login read it.
+	generation uint64
+	// asRead is set by apply: whether the write found the host as its
+	// login read it, failure state and generation, and so left it as
+	// seedHost cached it.
+	asRead bool
 }
 
 // newHostWrite is the write that grantLogin would make for a right
 // secret checked against acc's stored credential.
 func newHostWrite(id string, acc account, credential, client string) hostWrite {
 	return hostWrite{id: id, checked: *acc.hash, credential: credential, client: client,
-		failures: *acc.failures, blocked: *acc.blocked, clients: slices.Clone(*acc.clients)}
+		failures: *acc.failures, blocked: *acc.blocked, clients: slices.Clone(*acc.clients),
+		generation: acc.host.State.v.Generation}
 }
 
-// apply makes the write in h: as grantLogin's update does when the
-// failure state is the one read, else it only marks the client known.
-func (w *hostWrite) apply(h *Host) error {
+// apply makes the write in h (see applyTo), the Fn of its [HostUpdate].
+func (w *hostWrite) apply(h *Host) (err error) {
+	w.asRead, err = w.applyTo(h)
+	return err
+}
+
+// applyTo makes the write in h: as grantLogin's update does when the
+// failure state is the one read, else it only marks the client known. It
+// reports whether h's failure state and generation were the ones read.
+func (w *hostWrite) applyTo(h *Host) (asRead bool, err error) {
 	acc := hostAccount(h)
 	switch {
 	case *acc.hash != w.checked:
-		return errHashChanged
+		return false, errHashChanged
 	case *acc.disabled:
-		return ErrInvalidCredentials
+		return false, ErrInvalidCredentials
 	}
 	if w.failures == *acc.failures && w.blocked.Equal(*acc.blocked) && sameClients(w.clients, *acc.clients) {
 		grantAttempt(acc, w.client)
+		asRead = h.State.v.Generation == w.generation
 	} else {
 		clientEntry(acc.clients, w.client).Known = true
 	}
 	if w.credential != "" {
 		*acc.hash = w.credential
 	}
-	return nil
+	return asRead, nil
 }
 
 func sameClients(a, b []state.Client) bool {
@@ -117,6 +133,14 @@ type hostWriter struct {
 	store HostBatchStore
 	log   *slog.Logger
 	bound int
+	// lost is called with the host of each write that was not made as its
+	// login read the host: not applied, applied with the host changed
+	// since, or in a batch the Store did not take (each time it does
+	// not). The Authenticator drops the host's cached credential, which
+	// seedHost may have made from the write.
+	lost func(id string)
+	// failing is set while the Store does not take a batch.
+	failing atomic.Bool
 
 	mu      sync.Mutex
 	queue   []hostWrite
@@ -136,7 +160,7 @@ func newHostWriter(store Store, bound int, log *slog.Logger) *hostWriter {
 	}
 	idle := make(chan struct{})
 	close(idle)
-	return &hostWriter{store: b, log: log, bound: bound, idle: idle}
+	return &hostWriter{store: b, log: log, bound: bound, idle: idle, lost: func(string) {}}
 }
 
 // enqueue queues w; it reports false, queuing nothing, when the queue is
@@ -174,6 +198,10 @@ func (q *hostWriter) run() {
 		batch := slices.Clone(q.queue[:q.busy])
 		q.mu.Unlock()
 		if err := q.write(batch); err != nil {
+			q.failing.Store(true)
+			for i := range batch {
+				q.lost(batch[i].id)
+			}
 			// The batch stays at the head of the queue, counted against
 			// its bound, until the Store takes it. One line says so, with
 			// the stack of a panic, and one more when it does.
@@ -195,6 +223,7 @@ func (q *hostWriter) run() {
 			q.log.Info("host login writes reach the store again")
 		}
 		wait, failing = hostWriteRetry, false
+		q.failing.Store(false)
 		q.mu.Lock()
 		q.queue = slices.Delete(q.queue, 0, q.busy)
 		q.busy = 0
@@ -220,9 +249,12 @@ func (q *hostWriter) write(batch []hostWrite) (err error) {
 	if err := q.store.UpdateHosts(ctx, updates); err != nil {
 		return err
 	}
-	for _, u := range updates {
+	for i, u := range updates {
 		if errors.Is(u.Err, ErrBrokenRecord) {
 			q.log.Error("host login write skipped: broken record", "host", u.ID, "err", u.Err)
+		}
+		if u.Err != nil || !batch[i].asRead {
+			q.lost(u.ID)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,6 +298,236 @@ func TestShutdownWaitsForWrites(t *testing.T) {
 		}
 		if !knownTo(t, s, "held", 1) {
 			t.Error("the login's address is not recorded after Shutdown")
+		}
+	})
+}
+
+// seedStore counts the host reads that reach the Store, holds the read of
+// one host while hold is set, holds every batch of host writes while gate
+// is locked, and fails every batch while failBatches is set.
+type seedStore struct {
+	nmauth.Store
+	batch       nmauth.HostBatchStore
+	gate        sync.Mutex
+	reads       atomic.Int64
+	tries       atomic.Int64
+	failBatches atomic.Bool
+	// hold, when set, is the host whose reads wait for release, after
+	// reading is closed.
+	hold             string
+	reading, release chan struct{}
+}
+
+func (s *seedStore) GetHost(ctx context.Context, id string) (nmauth.Host, error) {
+	s.reads.Add(1)
+	if id == s.hold {
+		close(s.reading)
+		<-s.release
+	}
+	return s.Store.GetHost(ctx, id)
+}
+
+func (s *seedStore) UpdateHosts(ctx context.Context, updates []nmauth.HostUpdate) error {
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	s.tries.Add(1)
+	if s.failBatches.Load() {
+		return errors.New("disk full")
+	}
+	return s.batch.UpdateHosts(ctx, updates)
+}
+
+func newSeedAuth(t *testing.T, s nmauth.Store, tweak func(*nmauth.Config)) (*nmauth.Authenticator, *seedStore) {
+	t.Helper()
+	w := &seedStore{Store: s, batch: s.(nmauth.HostBatchStore)}
+	cfg := nmauth.Config{Store: w, Secrets: [][]byte{writesRoot, writesOldRoot}, ClientRate: -1}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	a, err := nmauth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.failBatches.Store(false)
+		if err := a.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return a, w
+}
+
+// TestHostWriteSeedsCache: while the write of a host's first login from
+// an address waits for its batch, the host's next logins from that
+// address, with its secret, read no Store and take no turn at the host
+// gate: they are granted while another host's login holds the gate's only
+// turn and the gate queues none, which refuses a login from a new
+// address. So is a host whose digest the write moves under the first
+// root secret. Once the batch goes on, the address is recorded.
+func TestHostWriteSeedsCache(t *testing.T) {
+	batchStores(t, func(t *testing.T, s nmauth.Store) {
+		a, w := newSeedAuth(t, s, func(c *nmauth.Config) { c.HostLoginConcurrency, c.HostLoginQueue = 1, -1 })
+		older, err := nmauth.New(nmauth.Config{Store: s, Secrets: [][]byte{writesOldRoot}, ClientRate: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		secrets := map[string]string{"seeded": machineSecret(t), "moved": machineSecret(t), "blocker": machineSecret(t)}
+		for id, secret := range secrets {
+			maker := a
+			if id == "moved" {
+				maker = older
+			}
+			if err := maker.Admin().CreateHost(ctx, id, "", secret); err != nil {
+				t.Fatal(err)
+			}
+		}
+		oldDigest, _ := s.GetHost(ctx, "moved")
+		w.gate.Lock()
+		for i, id := range []string{"seeded", "moved"} {
+			if _, err := a.LoginHost(fromAddr(i+1), id, "", secrets[id]); err != nil {
+				w.gate.Unlock()
+				t.Fatalf("%s: first login: %v", id, err)
+			}
+		}
+		w.hold, w.reading, w.release = "blocker", make(chan struct{}), make(chan struct{})
+		blocked := make(chan error, 1)
+		go func() {
+			_, err := a.LoginHost(fromAddr(9), "blocker", "", secrets["blocker"])
+			blocked <- err
+		}()
+		<-w.reading
+		reads := w.reads.Load()
+		tokens := map[string]string{}
+		for i, id := range []string{"seeded", "moved"} {
+			for n := range 3 {
+				got, err := a.LoginHost(fromAddr(i+1), id, "", secrets[id])
+				if err != nil {
+					t.Errorf("%s: login %d from the first login's address while the gate is full: %v", id, n+2, err)
+					continue
+				}
+				tokens[id] = got.AuthToken
+			}
+		}
+		if n := w.reads.Load() - reads; n != 0 {
+			t.Errorf("the logins after the first read the Store %d times, want 0", n)
+		}
+		for id, tok := range tokens {
+			if p, err := a.CheckBearer(ctx, tok); err != nil || p.Name != id {
+				t.Errorf("%s: its token: %+v, %v", id, p, err)
+			}
+		}
+		if _, err := a.LoginHost(fromAddr(7), "seeded", "", secrets["seeded"]); !errors.Is(err, nmauth.ErrOverloaded) {
+			t.Errorf("login from a new address while the gate is full: %v, want overloaded", err)
+		}
+		close(w.release)
+		w.gate.Unlock()
+		if err := <-blocked; err != nil {
+			t.Fatalf("the login that held the gate: %v", err)
+		}
+		if err := a.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !knownTo(t, s, "seeded", 1) || !knownTo(t, s, "moved", 2) {
+			t.Error("a first login's address is not recorded")
+		}
+		if moved, _ := s.GetHost(ctx, "moved"); moved.PasswordHash == oldDigest.PasswordHash {
+			t.Error("the moved host's digest is not moved")
+		}
+		// The moved digest, seeded, checks the secret, and only it.
+		if _, err := a.LoginHost(fromAddr(2), "moved", "", machineSecret(t)); !errors.Is(err, nmauth.ErrInvalidCredentials) {
+			t.Errorf("wrong secret of the moved host: %v", err)
+		}
+		if _, err := a.LoginHost(fromAddr(2), "moved", "", secrets["moved"]); err != nil {
+			t.Errorf("the moved host's secret: %v", err)
+		}
+	})
+}
+
+// TestHostWriteNotMadeEndsCache: when the write of a host's first login
+// from an address is not made as the login read the host, because of a
+// change made between the login and its batch on another Authenticator
+// over the same Store (a disable, a deletion, a new secret, a failure
+// counted), or because the Store does not take the batch, the host's next
+// login from that address reads the Store at once, within
+// StatusCacheTTL: a disabled, deleted or re-keyed host is refused, and a
+// failure counted is kept.
+func TestHostWriteNotMadeEndsCache(t *testing.T) {
+	batchStores(t, func(t *testing.T, s nmauth.Store) {
+		a, w := newSeedAuth(t, s, nil)
+		b, err := nmauth.New(nmauth.Config{Store: s, Secrets: [][]byte{writesRoot}, ClientRate: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		cases := []struct {
+			name    string
+			change  func(id string) error
+			refused bool
+		}{
+			{"disable", func(id string) error { return b.Admin().DisableHost(ctx, id) }, true},
+			{"delete", func(id string) error { return b.Admin().DeleteHost(ctx, id) }, true},
+			{"new secret", func(id string) error { return b.Admin().SetHostPassword(ctx, id, machineSecret(t)) }, true},
+			{"failure counted", func(id string) error {
+				if _, err := b.LoginHost(fromAddr(500), id, "", machineSecret(t)); !errors.Is(err, nmauth.ErrInvalidCredentials) {
+					return fmt.Errorf("wrong secret: %v", err)
+				}
+				return nil
+			}, false},
+			{"store failure", func(string) error {
+				w.failBatches.Store(true)
+				return nil
+			}, false},
+		}
+		for i, c := range cases {
+			id, secret := fmt.Sprintf("unmade-%d", i), machineSecret(t)
+			if err := a.Admin().CreateHost(ctx, id, "", secret); err != nil {
+				t.Fatal(err)
+			}
+			w.gate.Lock()
+			if _, err := a.LoginHost(fromAddr(i), id, "", secret); err != nil {
+				w.gate.Unlock()
+				t.Fatalf("%s: first login: %v", c.name, err)
+			}
+			// The seeded credential answers until the write's outcome.
+			reads := w.reads.Load()
+			if _, err := a.LoginHost(fromAddr(i), id, "", secret); err != nil || w.reads.Load() != reads {
+				t.Errorf("%s: second login before the change: %v, %d reads", c.name, err, w.reads.Load()-reads)
+			}
+			err := c.change(id)
+			tries := w.tries.Load()
+			w.gate.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.name == "store failure" {
+				for w.tries.Load() == tries {
+					time.Sleep(time.Millisecond)
+				}
+			} else if err := a.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if c.name == "failure counted" {
+				h, err := s.GetHost(ctx, id)
+				if err != nil || state.Of(h.State).PasswordFailures != 1 {
+					t.Errorf("%s: %d failures stored, %v; want the one counted", c.name, state.Of(h.State).PasswordFailures, err)
+				}
+			}
+			reads = w.reads.Load()
+			_, err = a.LoginHost(fromAddr(i), id, "", secret)
+			switch {
+			case c.refused && !errors.Is(err, nmauth.ErrInvalidCredentials):
+				t.Errorf("%s: login after the write: %v, want refused", c.name, err)
+			case !c.refused && err != nil:
+				t.Errorf("%s: login after the write: %v", c.name, err)
+			}
+			if n := w.reads.Load() - reads; n == 0 {
+				t.Errorf("%s: the login after the write read no Store", c.name)
+			}
+			w.failBatches.Store(false)
+			if err := a.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }
