@@ -101,7 +101,8 @@ type Config struct {
 	// through this Authenticator take effect at once; changes made
 	// elsewhere within this time. A host login trusts for this time what
 	// the host's last login read of its machine secret, when that login
-	// had nothing to write (see docs/security.md). Defaults to 2 seconds;
+	// had nothing to write or its write is still to be made as read (see
+	// docs/security.md). Defaults to 2 seconds;
 	// a negative value reads the Store on every check and every login.
 	StatusCacheTTL time.Duration
 	// StatusCacheSize bounds how many accounts' standing the bearer check

@@ -72,8 +72,9 @@ const statusCacheTTL = 2 * time.Second
 
 // warmHost creates the host id with secret through b and logs it in on a
 // from address 1 until a's logins are granted without reading the Store
-// (twice: the first login writes the address, the second reads the host
-// known). It returns a token of the last login.
+// (the first login writes the address and caches the host as its write
+// leaves it, or the second reads the host known). It returns a token of
+// the last login.
 func warmHost(t *testing.T, a, b *nmauth.Authenticator, id, secret string) string {
 	t.Helper()
 	if err := b.Admin().CreateHost(context.Background(), id, "", secret); err != nil {

@@ -85,8 +85,9 @@ const hostAddr = "10.78.0.1"
 const hostProbeTries = 25
 
 // disableHost logs the churn's host in three times on every replica (the
-// first login makes its address known, the second reads the host with
-// nothing to write and caches it, the third is granted from the cache),
+// first login makes its address known and caches the host as its write
+// leaves it, or the second reads the host with nothing to write and
+// caches it; the third is granted from the cache),
 // disables it through one replica, and once the bound has passed probes
 // every replica with a login by its right secret and with a token it got:
 // each must refuse both. It enables the host again; false if stop came
