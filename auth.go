@@ -717,9 +717,10 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, sec
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
 	client := clientKey(parent)
 	if e := a.cachedHost(t.name, client, a.now()); e != nil && e.checks(t.name, secret) {
-		ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
-		defer cancel()
-		_, err := a.grantMachine(ctx, t, e.account(t.name, client), secret, false, client, nil, admit, grant)
+		// Such a grant writes nothing, and its one call out, admit (a
+		// hook that the Store guard runs under StoreTimeout of its own),
+		// needs no deadline from here: the login arms no timer.
+		_, err := a.grantMachine(parent, t, e.account(t.name, client), secret, false, client, nil, admit, grant)
 		return true, err
 	}
 	if err := a.hostGate.acquire(parent, clientOfContext(parent)); err != nil {

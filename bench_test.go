@@ -624,3 +624,39 @@ func BenchmarkLoginHost(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHostLoginHTTP is netclient's host login through [Authenticator.Handler],
+// its per-client limit included, on MemoryStore, for a host whose last
+// login from the client's address is in the cache of machine credentials:
+// the login nmauthd serves most, which reads no Store.
+func BenchmarkHostLoginHTTP(b *testing.B) {
+	const secret = "MFRGGZDFMZTWQ2LKNNWG23TPOBYXE43U"
+	a := benchAuth(b, NewMemoryStore(), func(c *Config) { c.ClientRate = -1; c.OnEvent = func(context.Context, Event) {} })
+	ctx := context.Background()
+	if err := a.Admin().CreateHost(ctx, "bench-host", "", secret); err != nil {
+		b.Fatal(err)
+	}
+	h := a.Handler()
+	body := `{"id":"bench-host","password":"` + secret + `"}`
+	login := func() int {
+		req := httptest.NewRequest(http.MethodPost, "/api/hosts/adm/authenticate", strings.NewReader(body))
+		req.RemoteAddr = "192.0.2.10:40000"
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for range 2 {
+		if code := login(); code != http.StatusOK {
+			b.Fatalf("status %d", code)
+		}
+	}
+	b.ReportAllocs()
+	cpu := startCPU(b)
+	for b.Loop() {
+		if code := login(); code != http.StatusOK {
+			b.Fatalf("status %d", code)
+		}
+	}
+	cpu.report(b)
+}

@@ -3,6 +3,7 @@ package nmauth_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -20,15 +21,36 @@ func TestHooksUnderStoreDeadline(t *testing.T) {
 	f := newFixture(t, func(c *nmauth.Config) {
 		c.StoreTimeout = 100 * time.Millisecond
 		c.SecondFactor = func(context.Context, nmauth.UserInfo) (bool, error) { hang(); return false, nil }
-		c.NodeMember = func(context.Context, string, string) (bool, error) { hang(); return true, nil }
+		c.NodeMember = func(_ context.Context, network, _ string) (bool, error) {
+			if network == "open" {
+				return true, nil
+			}
+			hang()
+			return true, nil
+		}
 	})
 	f.addUser("alice", "correct horse battery")
 	f.addHost(testHostIDs[0], "", "host-password-1")
+	// A host with a machine secret whose node login from its address is
+	// granted from the cache of machine credentials, which reads no Store:
+	// the hook still runs under the deadline.
+	const machineSecret = "MFRGGZDFMZTWQ2LKNNWG23TPOBYXE43U"
+	f.addHost(testHostIDs[1], "", machineSecret)
+	fromHost := nmauth.WithClientAddr(context.Background(), netip.MustParseAddr("192.0.2.10"))
+	for range 2 {
+		if _, err := f.auth.LoginNode(fromHost, "open", testHostIDs[1], "", machineSecret); err != nil {
+			t.Fatalf("LoginNode: %v", err)
+		}
+	}
 	ctx := context.Background()
 	for name, login := range map[string]func() error{
 		"SecondFactor": func() error { _, err := f.auth.LoginUser(ctx, "alice", "correct horse battery"); return err },
 		"NodeMember": func() error {
 			_, err := f.auth.LoginNode(ctx, "net-1", testHostIDs[0], "", "host-password-1")
+			return err
+		},
+		"NodeMember, cached machine secret": func() error {
+			_, err := f.auth.LoginNode(fromHost, "net-1", testHostIDs[1], "", machineSecret)
 			return err
 		},
 	} {
