@@ -30,6 +30,10 @@ func auditLogger(log *slog.Logger) func(context.Context, nmauth.Event) {
 		if e.Type == nmauth.EventLoginSucceeded && (e.Kind == nmauth.KindHost || e.Kind == nmauth.KindNode) {
 			level = slog.LevelDebug
 		}
+		// Asked first, so that a line not written costs no Attr.
+		if !log.Enabled(ctx, level) {
+			return
+		}
 		log.LogAttrs(ctx, level, "audit", slog.Any("event", e))
 	}
 }
