@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/text/secure/precis"
 )
 
 const testPassword = "correct horse battery staple"
@@ -615,6 +617,32 @@ func TestPreparePassword(t *testing.T) {
 	for _, bad := range []string{"", "pass\x00word", "pass\tword"} {
 		if got, err := preparePassword(bad); !errors.Is(err, ErrInvalidPassword) || got != "" {
 			t.Errorf("preparePassword(%q) = %q, %v; want ErrInvalidPassword", bad, got, err)
+		}
+	}
+}
+
+// TestPreparePasswordPrintableASCII holds the short cut preparePassword
+// takes for a password of printable ASCII to what the OpaqueString profile
+// gives: every such character, alone, between others and at either end,
+// and random strings of them, prepare to themselves.
+func TestPreparePasswordPrintableASCII(t *testing.T) {
+	var cases []string
+	for c := byte(' '); c <= '~'; c++ {
+		cases = append(cases, string(c), "a"+string(c)+"b", string(c)+"x", "x"+string(c))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		b := make([]byte, 1+r.IntN(64))
+		for i := range b {
+			b[i] = byte(' ' + r.IntN('~'-' '+1))
+		}
+		cases = append(cases, string(b))
+	}
+	for _, pw := range cases {
+		want, wantErr := precis.OpaqueString.String(pw)
+		got, err := preparePassword(pw)
+		if wantErr != nil || err != nil || got != want {
+			t.Errorf("preparePassword(%q) = %q, %v; the profile gives %q, %v", pw, got, err, want, wantErr)
 		}
 	}
 }

@@ -62,9 +62,11 @@ func distinct(b []byte) int {
 	return n
 }
 
-func printableASCII(b []byte) bool {
-	for _, c := range b {
-		if c < ' ' || c > '~' {
+// printableASCII reports whether b is made of printable ASCII characters
+// (space to tilde) only.
+func printableASCII[T string | []byte](b T) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] < ' ' || b[i] > '~' {
 			return false
 		}
 	}
