@@ -95,6 +95,27 @@ func TestAppendClaimsIsEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestAppendClaimsUnderTimePrecision: the dates a token carries are
+// written as golang-jwt writes them under whatever jwt.TimePrecision an
+// application sets, finer than a second or coarser.
+func TestAppendClaimsUnderTimePrecision(t *testing.T) {
+	m := testMinter(t)
+	was := jwt.TimePrecision
+	t.Cleanup(func() { jwt.TimePrecision = was })
+	iat := time.Date(2031, 2, 3, 4, 5, 6, 789012345, time.UTC)
+	for _, p := range []time.Duration{time.Nanosecond, time.Millisecond, time.Second, 2 * time.Second, time.Minute} {
+		jwt.TimePrecision = p
+		c := &claims{
+			RegisteredClaims: jwt.RegisteredClaims{
+				Issuer: "nmauth", Subject: "alice", Audience: jwt.ClaimStrings{kindAudience[kindHost]},
+				ExpiresAt: jwt.NewNumericDate(iat.Add(time.Hour + 1500*time.Millisecond)), NotBefore: jwt.NewNumericDate(iat), ID: "c29tZS10b2tlbi1pZA",
+			},
+			IssuedAt: issuedAt{iat},
+		}
+		sameAsEncodingJSON(t, m, kindHost, c)
+	}
+}
+
 // TestMintedTokenVerifies: a token minted with the written-out claims
 // passes the verifier and carries what it was minted with.
 func TestMintedTokenVerifies(t *testing.T) {

@@ -161,6 +161,11 @@ func appendClaims(b []byte, c *claims, aud []byte) ([]byte, error) {
 		if d.date == nil {
 			continue
 		}
+		if jwt.TimePrecision >= time.Second {
+			// What MarshalJSON writes then, without its allocations.
+			b = strconv.AppendInt(field(b, d.name), d.date.Truncate(jwt.TimePrecision).Unix(), 10)
+			continue
+		}
 		v, err := d.date.MarshalJSON()
 		if err != nil {
 			return nil, err
