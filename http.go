@@ -731,9 +731,13 @@ func writeJSONBytes(w http.ResponseWriter, status int, b []byte) {
 	w.Write(b)
 }
 
+// setJSONHeader writes status with the headers of a JSON answer. Their
+// keys are canonical, so they are set in the map directly, both values
+// from one allocation (each slice at its full capacity, so that adding a
+// value to one copies it).
 func setJSONHeader(w http.ResponseWriter, status int) {
+	v := []string{"application/json", "no-store"}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h["Content-Type"], h["Cache-Control"] = v[:1:1], v[1:2:2]
 	w.WriteHeader(status)
 }
