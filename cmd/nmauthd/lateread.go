@@ -41,32 +41,44 @@ func (l lateReadListener) Accept() (net.Conn, error) {
 // arrived, without waiting; if none have, it fails with the deadline's
 // timeout as before. A slow client is still cut off: once the deadline
 // has passed, every read that finds nothing waiting ends the request.
+//
+// A deadline that had already passed when it was set bounds no wait: it
+// stops a read, as the HTTP server stops its read between requests, and
+// a read under it fails at once, as on a plain connection.
 type lateReadConn struct {
 	*net.TCPConn
 	raw syscall.RawConn
 
 	mu sync.Mutex
 	rd time.Time // the read deadline last set
+	// stop is whether rd had passed when it was set.
+	stop bool
 }
 
 func (c *lateReadConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.rd = t
+	c.setRead(t)
 	return c.TCPConn.SetReadDeadline(t)
 }
 
 func (c *lateReadConn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.rd = t
+	c.setRead(t)
 	return c.TCPConn.SetDeadline(t)
+}
+
+// setRead notes t as the read deadline. It is called with c.mu held.
+func (c *lateReadConn) setRead(t time.Time) {
+	c.rd = t
+	c.stop = !t.IsZero() && t.Before(time.Now())
 }
 
 func (c *lateReadConn) Read(p []byte) (int, error) {
 	c.mu.Lock()
 	rd := c.rd
-	if rd.IsZero() || time.Now().Before(rd) || len(p) == 0 {
+	if c.stop || rd.IsZero() || time.Now().Before(rd) || len(p) == 0 {
 		c.mu.Unlock()
 		return c.TCPConn.Read(p)
 	}

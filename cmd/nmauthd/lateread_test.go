@@ -74,6 +74,34 @@ func TestLateReadTakesWaitingBytes(t *testing.T) {
 	}
 }
 
+// TestLateReadDeadlineSetPastStops: a deadline already past when it is
+// set, as the HTTP server sets to end its read between requests, fails
+// the read at once even with bytes waiting, which the next read takes
+// once the deadline is lifted.
+func TestLateReadDeadlineSetPastStops(t *testing.T) {
+	server, client := acceptPair(t)
+	if _, err := client.Write([]byte("GET /next HTTP/1.1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the bytes are in the kernel
+	for _, set := range []func(time.Time) error{server.SetReadDeadline, server.SetDeadline} {
+		if err := set(time.Unix(1, 0)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		if n, err := server.Read(buf); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("a read under a deadline set past: %q, %v; want a timeout and no bytes", buf[:n], err)
+		}
+	}
+	if err := server.SetDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := server.Read(buf); err != nil || string(buf[:n]) != "GET /next HTTP/1.1\r\n" {
+		t.Fatalf("the read after the deadline was lifted: %q, %v", buf[:n], err)
+	}
+}
+
 // TestLateReadEOFAfterDeadline: a client that closed is seen as EOF by a
 // read after the deadline, not as a timeout.
 func TestLateReadEOFAfterDeadline(t *testing.T) {
