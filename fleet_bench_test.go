@@ -22,6 +22,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // fleetMax is the largest fleet the benchmarks build.
@@ -129,8 +130,36 @@ func BenchmarkFleetBearer(b *testing.B) {
 				b.ReportMetric(float64(mode.a.Stats().TokenCache.Hits-hits)/float64(b.N), "hits/op")
 			})
 		}
+		b.Run(size.name+"/memory-read", func(b *testing.B) {
+			benchMemoryRead(b, len(cached.tokens.table.Load().slots))
+		})
 		runtime.KeepAlive(inTurn)
 	}
+}
+
+// benchMemoryRead reads, each read's place given by the one before, at
+// random among n places laid out as the token cache's slots are: the cost
+// on this machine of one read of the cache's table that its caches do not
+// hold, the floor under a check at the fleet's size (a hit reads its
+// token's home slot, which no check before it brought in).
+func benchMemoryRead(b *testing.B, n int) {
+	type place struct {
+		next uint64
+		_    [unsafe.Sizeof(tokenSlot{}) - 8]byte
+	}
+	table := make([]place, n)
+	order := rand.New(rand.NewPCG(2, uint64(n))).Perm(n)
+	for i, p := range order {
+		table[p].next = uint64(order[(i+1)%n])
+	}
+	at := uint64(order[0])
+	b.ResetTimer()
+	cpu := startCPU(b)
+	for range b.N {
+		at = table[at].next
+	}
+	cpu.report(b)
+	runtime.KeepAlive(at)
 }
 
 // BenchmarkFleetTokenCacheMemory reports the heap that the token cache
