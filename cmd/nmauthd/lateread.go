@@ -12,8 +12,13 @@ import (
 
 // lateReadListener wraps the connections a listener accepts in
 // lateReadConn, so that a request the client sent in time is read even
-// when the server gets round to reading it after its deadline.
-type lateReadListener struct{ net.Listener }
+// when the server gets round to reading it after its deadline. firstWait,
+// when set, is how long a connection may wait before its first byte (see
+// lateReadConn).
+type lateReadListener struct {
+	net.Listener
+	firstWait time.Duration
+}
 
 func (l lateReadListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
@@ -28,7 +33,11 @@ func (l lateReadListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return c, nil
 	}
-	return &lateReadConn{TCPConn: tc, raw: raw}, nil
+	lc := &lateReadConn{TCPConn: tc, raw: raw}
+	if l.firstWait > 0 {
+		lc.firstBy = time.Now().Add(l.firstWait)
+	}
+	return lc, nil
 }
 
 // lateReadConn is a TCP connection whose read deadline bounds the wait for
@@ -45,14 +54,30 @@ func (l lateReadListener) Accept() (net.Conn, error) {
 // A deadline that had already passed when it was set bounds no wait: it
 // stops a read, as the HTTP server stops its read between requests, and
 // a read under it fails at once, as on a plain connection.
+//
+// Until its first byte, a connection is idle, not slow: a client may
+// open one before it has a request to send (Go's HTTP client does, when
+// a request finds no free connection, and keeps it for the next), as it
+// keeps one open between requests. The server's header deadline, which
+// it sets when it starts to read a connection's first request, then
+// counts from the first byte, and the wait for that byte is bounded by
+// firstBy, the listener's firstWait after the accept, as the wait for
+// the next request on a kept connection is by the idle timeout. Cut at
+// the header deadline instead, such a connection is closed while the
+// client may be sending its request on it, which the client sees as a
+// request without an answer.
 type lateReadConn struct {
 	*net.TCPConn
 	raw syscall.RawConn
 
 	mu sync.Mutex
 	rd time.Time // the read deadline last set
-	// stop is whether rd had passed when it was set.
-	stop bool
+	// setAt is when rd was set, and stop whether it had passed then.
+	setAt time.Time
+	stop  bool
+	// firstBy ends the wait for the first byte; zero once a read has
+	// returned, or when the listener sets no such wait.
+	firstBy time.Time
 }
 
 func (c *lateReadConn) SetReadDeadline(t time.Time) error {
@@ -71,12 +96,15 @@ func (c *lateReadConn) SetDeadline(t time.Time) error {
 
 // setRead notes t as the read deadline. It is called with c.mu held.
 func (c *lateReadConn) setRead(t time.Time) {
-	c.rd = t
-	c.stop = !t.IsZero() && t.Before(time.Now())
+	c.rd, c.setAt = t, time.Now()
+	c.stop = !t.IsZero() && t.Before(c.setAt)
 }
 
 func (c *lateReadConn) Read(p []byte) (int, error) {
 	c.mu.Lock()
+	if !c.firstBy.IsZero() && !c.rd.IsZero() && !c.stop && len(p) > 0 {
+		return c.readFirst(p)
+	}
 	rd := c.rd
 	if c.stop || rd.IsZero() || time.Now().Before(rd) || len(p) == 0 {
 		c.mu.Unlock()
@@ -84,6 +112,35 @@ func (c *lateReadConn) Read(p []byte) (int, error) {
 	}
 	defer c.mu.Unlock()
 	return c.readWaiting(p, rd)
+}
+
+// readFirst reads the connection's first bytes, waiting for them until
+// firstBy or the read deadline, whichever is later, and then moves the
+// read deadline on by the time the wait took, so that it counts from the
+// first byte. It is called with c.mu held, and releases it while it
+// waits: a deadline set meanwhile (to stop the read, say) holds.
+func (c *lateReadConn) readFirst(p []byte) (int, error) {
+	wait := c.firstBy
+	if c.rd.After(wait) {
+		wait = c.rd
+	}
+	c.firstBy = time.Time{}
+	if err := c.TCPConn.SetReadDeadline(wait); err != nil {
+		c.mu.Unlock()
+		return 0, err
+	}
+	c.mu.Unlock()
+	n, err := c.TCPConn.Read(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.rd.IsZero() && !c.stop {
+		now := time.Now()
+		c.rd, c.setAt = now.Add(c.rd.Sub(c.setAt)), now
+	}
+	if derr := c.TCPConn.SetReadDeadline(c.rd); err == nil {
+		err = derr
+	}
+	return n, err
 }
 
 // readWaiting reads what the kernel already holds, without waiting; rd is

@@ -160,3 +160,53 @@ func TestHeaderTimeoutStillCutsSlowClients(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestFirstByteWaitsAsIdle: through nmauthd's HTTP server on its
+// listener, a connection opened before its client has a request to send
+// is answered when the request comes after the header timeout, which
+// then counts from the first byte (a slow header is still cut, by
+// TestHeaderTimeoutStillCutsSlowClients); one that never sends is closed
+// once the wait for its first byte ends.
+func TestFirstByteWaitsAsIdle(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const headerTimeout, firstWait = 200 * time.Millisecond, 2 * time.Second
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		ReadHeaderTimeout: headerTimeout,
+	}
+	go srv.Serve(lateReadListener{Listener: ln, firstWait: firstWait})
+	t.Cleanup(func() { srv.Close() })
+
+	early, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Close()
+	time.Sleep(3 * headerTimeout)
+	if _, err := early.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	early.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(early), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a request sent after the header timeout on a connection opened before it: %v, %v; want 200", resp, err)
+	}
+	resp.Body.Close()
+
+	silent, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	t0 := time.Now()
+	silent.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := silent.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("a connection that never sends: read %d bytes, %v; want the server to close it", n, err)
+	}
+	if d := time.Since(t0); d < firstWait-headerTimeout || d > firstWait+3*time.Second {
+		t.Fatalf("the server closed a connection that never sent after %s, want about %s", d, firstWait)
+	}
+}

@@ -241,7 +241,7 @@ func listen(addr string, dev bool) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("--dev listens on loopback only, and %s is not", ln.Addr())
 	}
-	return lateReadListener{ln}, nil
+	return lateReadListener{Listener: ln, firstWait: idleTimeout}, nil
 }
 
 // runServer serves until ctx ends, then shuts srv down and, once no
