@@ -383,7 +383,7 @@ func (k *knownClients) has(addr netip.Addr) bool {
 // (see [clientKey]): the address, an IPv6 one as its /64; the invalid
 // address when ctx names none.
 func clientOfContext(ctx context.Context) netip.Addr {
-	addr, ok := ctx.Value(clientAddrKey{}).(netip.Addr)
+	addr, ok := clientAddrOf(ctx)
 	if !ok || !addr.IsValid() {
 		return netip.Addr{}
 	}

@@ -168,7 +168,36 @@ type clientAddrKey struct{}
 // application calling the login methods itself should set it too, else
 // all its logins share one address.
 func WithClientAddr(ctx context.Context, addr netip.Addr) context.Context {
-	return context.WithValue(ctx, clientAddrKey{}, addr)
+	return &clientCtx{Context: ctx, addr: addr}
+}
+
+// clientCtx is the context [WithClientAddr] makes: in one allocation, for
+// the value under clientAddrKey is a pointer to its own addr.
+type clientCtx struct {
+	context.Context
+	addr netip.Addr
+}
+
+func (c *clientCtx) Value(key any) any {
+	if key == (clientAddrKey{}) {
+		return &c.addr
+	}
+	return c.Context.Value(key)
+}
+
+// clientAddrOf is the client address ctx names, as [WithClientAddr],
+// [Authenticator.Limit] or the bearer check put it, and whether it names
+// one. The value under clientAddrKey is a *netip.Addr into the context
+// that holds it, which nobody changes once the context is made, or a
+// netip.Addr.
+func clientAddrOf(ctx context.Context) (netip.Addr, bool) {
+	switch v := ctx.Value(clientAddrKey{}).(type) {
+	case *netip.Addr:
+		return *v, true
+	case netip.Addr:
+		return v, true
+	}
+	return netip.Addr{}, false
 }
 
 // clientKey is the client address of ctx as attempts are counted: an IPv4

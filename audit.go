@@ -142,7 +142,7 @@ func (a *Authenticator) emit(ctx context.Context, e Event) {
 		return
 	}
 	e.Time = a.now()
-	e.Client, _ = ctx.Value(clientAddrKey{}).(netip.Addr)
+	e.Client, _ = clientAddrOf(ctx)
 	if p, ok := FromContext(ctx); ok && e.ActorKind == "" {
 		e.ActorKind, e.Actor = p.Kind, p.Name
 	}

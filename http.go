@@ -150,41 +150,64 @@ type route struct {
 // who has proved nothing yet.
 func (a *Authenticator) Limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := a.now()
-		addr := a.clients.clientOf(r, now)
-		ctx := WithClientAddr(r.Context(), addr)
-		b, d := a.clients.take(addr, now)
-		if d > 0 {
-			a.emit(ctx, Event{Type: EventClientThrottled})
-			a.WriteError(w, r.WithContext(ctx), &RetryError{Reason: ErrThrottled, RetryAfter: d})
-			return
-		}
-		if b == nil {
-			next.ServeHTTP(w, r.WithContext(ctx))
-			return
-		}
-		lc := &limitedCtx{Context: ctx}
-		next.ServeHTTP(w, r.WithContext(lc))
-		if lc.proved.Load() {
-			a.clients.giveBack(b, a.now())
-		}
+		a.serveLimited(w, r, next)
 	})
 }
 
-// limitedCtx is the context [Authenticator.Limit] gives a request whose
-// attempt it counted; proved is set once the request proved a credential
-// (see markProved).
+// serveLimited serves r as [Authenticator.Limit] does. It is a method of
+// its own, compiled once in this package, so that WithContext is inlined
+// into it wherever Limit is inlined.
+func (a *Authenticator) serveLimited(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	now := a.now()
+	l := new(limitedRequest)
+	ctx := &l.ctx
+	ctx.Context = r.Context()
+	ctx.client = a.clients.clientOf(r, now)
+	b, d := a.clients.take(ctx.client, now)
+	ctx.counted = b != nil
+	// WithContext's copy does not outlive this line, so it stays on the
+	// stack: the request and its context are one allocation.
+	l.req = *r.WithContext(ctx)
+	if d > 0 {
+		a.emit(ctx, Event{Type: EventClientThrottled})
+		a.WriteError(w, &l.req, &RetryError{Reason: ErrThrottled, RetryAfter: d})
+		return
+	}
+	next.ServeHTTP(w, &l.req)
+	if ctx.counted && ctx.proved.Load() {
+		a.clients.giveBack(b, a.now())
+	}
+}
+
+// limitedRequest is the request [Authenticator.Limit] hands on, with its
+// context, in one allocation.
+type limitedRequest struct {
+	ctx limitedCtx
+	req http.Request
+}
+
+// limitedCtx is the context [Authenticator.Limit] gives a request: it
+// names the client, and when Limit counted the request's attempt
+// (counted), proved is set once the request proved a credential (see
+// markProved).
 type limitedCtx struct {
 	context.Context
-	proved atomic.Bool
+	client  netip.Addr
+	counted bool
+	proved  atomic.Bool
 }
 
 // provedKey finds a request's limitedCtx.
 type provedKey struct{}
 
 func (c *limitedCtx) Value(key any) any {
-	if key == (provedKey{}) {
-		return c
+	switch key.(type) {
+	case clientAddrKey:
+		return &c.client
+	case provedKey:
+		if c.counted {
+			return c
+		}
 	}
 	return c.Context.Value(key)
 }
@@ -219,10 +242,12 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 // [Principal] and the client address in its context, and the
 // principal's kind.
 func (a *Authenticator) authenticate(r *http.Request) (*http.Request, PrincipalKind, error) {
-	ctx := &bearerContext{Context: r.Context()}
+	g := new(guardedRequest)
+	ctx := &g.ctx
+	ctx.Context = r.Context()
 	if len(a.cfg.TrustedProxies) == 0 {
 		ctx.remote = r.RemoteAddr
-	} else if _, ok := ctx.Context.Value(clientAddrKey{}).(netip.Addr); !ok {
+	} else if _, ok := clientAddrOf(ctx.Context); !ok {
 		ctx.named = true
 		ctx.client = clientAddr(r, a.cfg.TrustedProxies)
 	}
@@ -234,11 +259,21 @@ func (a *Authenticator) authenticate(r *http.Request) (*http.Request, PrincipalK
 			ctx.p = extPrincipal(&p)
 		}
 	}
+	ctx.checked = err == nil
+	// WithContext's copy does not outlive this line, so it stays on the
+	// stack: the request and its context are one allocation.
+	g.req = *r.WithContext(ctx)
 	if err != nil {
-		return r.WithContext(ctx), "", err
+		return &g.req, "", err
 	}
-	ctx.checked = true
-	return r.WithContext(ctx), ctx.p.kind(), nil
+	return &g.req, ctx.p.kind(), nil
+}
+
+// guardedRequest is the request [Authenticator.authenticate] hands on,
+// with its context, in one allocation.
+type guardedRequest struct {
+	ctx bearerContext
+	req http.Request
 }
 
 // bearerContext is the context of a request that went through the bearer
@@ -268,13 +303,13 @@ func (c *bearerContext) Value(key any) any {
 		}
 	case clientAddrKey:
 		if c.named {
-			return c.client
+			return &c.client
 		}
 		if c.remote == "" {
 			break
 		}
-		if addr, ok := c.Context.Value(key).(netip.Addr); ok {
-			return addr
+		if v := c.Context.Value(key); v != nil {
+			return v
 		}
 		addr := remotePeer(c.remote)
 		if addr.Is6() {
@@ -362,18 +397,18 @@ func BearerToken(h http.Header) (string, error) {
 
 // visibleASCII reports whether every byte of s is visible ASCII, '!'
 // through '~'. Every request behind the bearer check pays for it, so it
-// reads eight bytes at a time: a byte below '!' borrows into its top bit
-// when '!' is taken from it, one above '~' has its top bit set or gets it
-// when one is added. A borrow or carry crosses into the next byte only
-// from a byte that is itself out of range, so the answer is exact.
+// reads eight bytes at a time, 32 between two tests (see outOfRange).
 func visibleASCII(s string) bool {
-	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	const tops = 0x8080808080808080
+	var out uint64
+	for ; len(s) >= 32; s = s[32:] {
+		out |= outOfRange(word(s)) | outOfRange(word(s[8:])) | outOfRange(word(s[16:])) | outOfRange(word(s[24:]))
+	}
 	for ; len(s) >= 8; s = s[8:] {
-		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		if ((w-'!'*ones)&^w|w|(w+ones))&tops != 0 {
-			return false
-		}
+		out |= outOfRange(word(s))
+	}
+	if out&tops != 0 {
+		return false
 	}
 	for i := range len(s) {
 		if s[i] <= ' ' || s[i] > '~' {
@@ -381,6 +416,24 @@ func visibleASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// outOfRange has the top bit of each byte of w set that is not visible
+// ASCII; the other bits are noise. A byte below '!' borrows into its top
+// bit when '!' is taken from it, one above '~' has its top bit set or
+// gets it when one is added. A borrow or carry crosses into the next byte
+// only from a byte that is itself out of range, so any top bit set means
+// some byte is out of range.
+func outOfRange(w uint64) uint64 {
+	const ones = 0x0101010101010101
+	return (w-'!'*ones)&^w | w | (w + ones)
+}
+
+// word is the first eight bytes of s, little-endian, in one load.
+func word(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // serveHostLogin serves host login, or with answerNodeLogin node login for

@@ -297,3 +297,33 @@ func TestProxyWatch(t *testing.T) {
 		t.Errorf("one address: OneAddressMinutes %d, log:\n%s", s.OneAddressMinutes, logged.String())
 	}
 }
+
+// TestClientLimitAllocations: Limit costs a request it lets through one
+// allocation, the request with its context, which names the client (as
+// the event of a login behind it shows) and, for an attempt it counted,
+// whether the request proved a credential; and WithClientAddr costs one.
+func TestClientLimitAllocations(t *testing.T) {
+	f := newFixture(t, func(c *nmauth.Config) { c.ClientRate, c.ClientBurst = 1e6, 1e6 })
+	var seen netip.Addr
+	limited := f.auth.Limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen, _ = nmauth.ClientAddrOf(r.Context())
+	}))
+	req := httptest.NewRequest(http.MethodPost, "/api/nodes/home/authenticate", nil)
+	req.RemoteAddr = "192.0.2.66:4000"
+	var w http.ResponseWriter = httptest.NewRecorder()
+	limited.ServeHTTP(w, req) // the first attempt of an address makes its bucket
+	if allocs := testing.AllocsPerRun(100, func() { limited.ServeHTTP(w, req) }); allocs > 1 {
+		t.Errorf("%v allocations per request through Limit, want at most 1", allocs)
+	}
+	if want := netip.MustParseAddr("192.0.2.66"); seen != want {
+		t.Errorf("the route behind Limit saw the client %v, want %v", seen, want)
+	}
+	addr := netip.MustParseAddr("203.0.113.9")
+	var ctx context.Context
+	if allocs := testing.AllocsPerRun(100, func() { ctx = nmauth.WithClientAddr(t.Context(), addr) }); allocs > 1 {
+		t.Errorf("%v allocations per WithClientAddr, want at most 1", allocs)
+	}
+	if got, ok := nmauth.ClientAddrOf(ctx); !ok || got != addr {
+		t.Errorf("WithClientAddr's context names %v (%v), want %v", got, ok, addr)
+	}
+}
