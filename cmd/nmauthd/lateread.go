@@ -75,8 +75,9 @@ type lateReadConn struct {
 	// setAt is when rd was set, and stop whether it had passed then.
 	setAt time.Time
 	stop  bool
-	// firstBy ends the wait for the first byte; zero once a read has
-	// returned, or when the listener sets no such wait.
+	// firstBy ends the wait for the first byte; zero once readFirst has
+	// run (the first read under a deadline the server set), or when the
+	// listener sets no such wait.
 	firstBy time.Time
 }
 
