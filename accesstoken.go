@@ -277,7 +277,9 @@ func (a *Authenticator) ListAccessTokens(ctx context.Context, p Principal, userN
 	out := make([]AccessToken, 0, len(ts))
 	for _, t := range ts {
 		revoked := err == nil && t.Generation != u.State.v.Generation
-		if !revoked && now.Before(t.ExpiresAt) {
+		// A broken token is listed, marked, whatever its generation and
+		// expiry read as, so that it is seen and repaired.
+		if t.Broken != nil || !revoked && now.Before(t.ExpiresAt) {
 			out = append(out, listed(t))
 		}
 	}

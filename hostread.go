@@ -38,23 +38,24 @@ func hostLoginSQL(q sqlQueries) string {
 // the columns a login reads. An empty list of client failures is not
 // decoded.
 func (s *SQLStore) GetHostLogin(ctx context.Context, id string) (Host, error) {
-	h := Host{ID: id}
-	var clients string
-	var pwBlocked, gen int64
-	err := s.getHostLogin.QueryRowContext(ctx, id).Scan(&h.MACAddress, &h.PasswordHash, &h.Disabled,
-		&h.State.v.PasswordFailures, &pwBlocked, &clients, &gen)
+	c, err := scanCells(s.getHostLogin.QueryRowContext(ctx, id), len(sqlHostLoginColumns))
 	if err != nil {
 		return Host{}, readErr("get host login", err)
 	}
-	if clients != "[]" {
-		d := columnDecoder{kind: "host", key: id}
-		decodeColumn(&d, "password_clients", clients, &h.State.v.PasswordClients)
-		if err := d.err(); err != nil {
-			return Host{}, err
-		}
+	h := Host{ID: id}
+	d := columnDecoder{kind: "host", key: id}
+	h.MACAddress = d.text("mac_address", c[0])
+	h.PasswordHash = d.text("password_hash", c[1])
+	h.Disabled = d.boolean("disabled", c[2])
+	h.State.v.PasswordFailures = d.count("password_failures", c[3])
+	h.State.v.PasswordBlockedUntil = decodeTime(d.integer("password_blocked_until", c[4]))
+	if c[5].v != "[]" {
+		decodeColumn(&d, "password_clients", c[5], &h.State.v.PasswordClients)
 	}
-	h.State.v.PasswordBlockedUntil = decodeTime(pwBlocked)
-	h.State.v.Generation = uint64(gen)
+	h.State.v.Generation = uint64(d.integer("generation", c[6]))
+	if err := d.err(); err != nil {
+		return Host{}, err
+	}
 	return h, nil
 }
 

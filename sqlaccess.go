@@ -36,22 +36,29 @@ func accessArgs(t AccessToken) ([]any, error) {
 	}, nil
 }
 
+// scanAccessToken reads an access token's row as scanUser reads a
+// user's. Networks that cannot be read leave the token's Networks nil,
+// which would mean every network, so such a token must never be used: a
+// read returns the error, and a listing marks it.
 func scanAccessToken(row rowScanner) (AccessToken, error) {
-	var (
-		t                        AccessToken
-		networks                 string
-		gen, made, expires, used int64
-	)
-	err := row.Scan(&t.ID, &t.UserName, &t.Name, &t.Digest, &t.ReadOnly, &networks,
-		&gen, &t.CreatedBy, &made, &expires, &used)
+	c, err := scanCells(row, len(sqlAccessColumns))
 	if err != nil {
 		return AccessToken{}, err
 	}
-	d := columnDecoder{kind: "access token", key: t.ID}
-	decodeColumn(&d, "networks", networks, &t.Networks)
+	var t AccessToken
+	d := columnDecoder{kind: "access token"}
+	t.ID = d.keyText(c[0])
+	t.UserName = d.text("user_name", c[1])
+	t.Name = d.text("name", c[2])
+	t.Digest = d.text("digest", c[3])
+	t.ReadOnly = d.boolean("read_only", c[4])
+	decodeColumn(&d, "networks", c[5], &t.Networks)
+	t.Generation = uint64(d.integer("generation", c[6]))
+	t.CreatedBy = d.text("created_by", c[7])
+	t.CreatedAt = decodeTime(d.integer("created_at", c[8]))
+	t.ExpiresAt = decodeTime(d.integer("expires_at", c[9]))
+	t.LastUsed = decodeTime(d.integer("last_used", c[10]))
 	t.Broken = d.broken
-	t.Generation = uint64(gen)
-	t.CreatedAt, t.ExpiresAt, t.LastUsed = decodeTime(made), decodeTime(expires), decodeTime(used)
 	return t, d.err()
 }
 

@@ -2,98 +2,262 @@ package nmauth
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"errors"
-
-	"github.com/nmauth/nmauth/internal/state"
+	"slices"
+	"time"
 )
 
-var _ RepairStore = (*SQLStore)(nil)
+var (
+	_ RepairStore     = (*SQLStore)(nil)
+	_ RepairScanStore = (*SQLStore)(nil)
+)
 
-// sqlRepairable is what the SQL store knows how to repair: each JSON
-// column of each table, the key of its table, and the statement that
-// makes it safe. A broken list of client failures or of recovery codes
-// is emptied: the failures are forgotten, the codes are gone and must be
-// made again. A broken list of logged-out tokens is emptied and the
-// user's generation moves, so every token of the user dies, those the
-// list revoked among them. An access token whose networks are broken is
-// deleted, since an empty list would widen it to every network.
-var sqlRepairable = []struct {
-	kind, table, key, column, repair string
-	// check decodes the column as the store reads it.
-	check func(string) error
-}{
-	{"user", "nmauth_users", "name", "recovery_codes", "UPDATE nmauth_users SET recovery_codes = '[]' WHERE name = ?", checkList[string]},
-	{"user", "nmauth_users", "name", "password_clients", "UPDATE nmauth_users SET password_clients = '[]' WHERE name = ?", checkList[state.Client]},
-	{"user", "nmauth_users", "name", "logged_out", "UPDATE nmauth_users SET logged_out = '[]', generation = generation + 1 WHERE name = ?", checkList[state.LoggedOut]},
-	{"host", "nmauth_hosts", "id", "password_clients", "UPDATE nmauth_hosts SET password_clients = '[]' WHERE id = ?", checkList[state.Client]},
-	{"access token", "nmauth_access_tokens", "id", "networks", "DELETE FROM nmauth_access_tokens WHERE id = ?", checkList[string]},
-}
+// sqlRepairKinds are the kinds of record a scan for broken records reads,
+// in its order: users, then hosts, then access tokens.
+var sqlRepairKinds = []string{"user", "host", "access token"}
 
 // errNotRepairable is the reason a repair of a column the store does not
 // know fails.
 var errNotRepairable = errors.New("not a column this store repairs")
 
-// BrokenRecords implements [RepairStore]. It reads only the keys and the
-// JSON columns, a table at a time.
+// BrokenRecords implements [RepairStore] as one scan, every batch under
+// ctx; [Admin.BrokenRecords] scans through BrokenRecordsAfter instead, each
+// batch under a deadline of its own.
 func (s *SQLStore) BrokenRecords(ctx context.Context) ([]*BrokenRecordError, error) {
 	var out []*BrokenRecordError
-	for _, c := range sqlRepairable {
-		rows, err := s.db.QueryContext(ctx, "SELECT "+c.key+", "+c.column+" FROM "+c.table+" ORDER BY "+c.key)
+	var at RecordPosition
+	for {
+		found, next, err := s.BrokenRecordsAfter(ctx, at, repairBatch)
 		if err != nil {
-			return nil, wrapSQL("broken records", err)
+			return nil, err
 		}
-		for rows.Next() {
-			var key, value string
-			if err := rows.Scan(&key, &value); err != nil {
-				rows.Close()
-				return nil, wrapSQL("broken records", err)
-			}
-			if err := c.check(value); err != nil {
-				out = append(out, &BrokenRecordError{Kind: c.kind, Key: key, Column: c.column, Err: err})
-			}
+		out = append(out, found...)
+		if next == (RecordPosition{}) {
+			return out, nil
 		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, wrapSQL("broken records", err)
-		}
+		at = next
 	}
-	return out, nil
 }
 
-// RepairRecord implements [RepairStore]. The column is read again under
-// the row's lock, so a record repaired or rewritten since b was found is
+// BrokenRecordsAfter implements [RepairScanStore]. A batch is one keyset
+// page of one table, read as a listing reads it, so that the scan finds
+// exactly the columns that reads find broken: every column of the wrong
+// type, and every JSON column that does not decode.
+func (s *SQLStore) BrokenRecordsAfter(ctx context.Context, after RecordPosition, limit int) ([]*BrokenRecordError, RecordPosition, error) {
+	kind := after.Kind
+	if kind == "" {
+		kind = sqlRepairKinds[0]
+	}
+	var (
+		keys  []string
+		found []*BrokenRecordError
+		err   error
+	)
+	switch kind {
+	case "user":
+		keys, found, err = brokenInPage(ctx, s.db, s.q.listUsers, after.Key, limit, scanUser, func(u User) string { return u.Name })
+	case "host":
+		keys, found, err = brokenInPage(ctx, s.db, s.q.listHosts, after.Key, limit, scanHost, func(h Host) string { return h.ID })
+	case "access token":
+		keys, found, err = brokenInPage(ctx, s.db, s.accessQuery("WHERE id > ? ORDER BY id LIMIT ?"), after.Key, limit, scanAccessToken, func(t AccessToken) string { return t.ID })
+	default:
+		return nil, RecordPosition{}, wrapSQL("broken records", &BrokenRecordError{Kind: kind, Key: after.Key, Err: errNotRepairable})
+	}
+	if err != nil {
+		return nil, RecordPosition{}, wrapSQL("broken records", err)
+	}
+	if len(keys) == limit && limit > 0 {
+		return found, RecordPosition{Kind: kind, Key: keys[len(keys)-1]}, nil
+	}
+	// This table is done: the next batch starts the next one, or the
+	// scan is over.
+	if i := slices.Index(sqlRepairKinds, kind); i+1 < len(sqlRepairKinds) {
+		return found, RecordPosition{Kind: sqlRepairKinds[i+1]}, nil
+	}
+	return found, RecordPosition{}, nil
+}
+
+// brokenInPage reads the page of query after the key after and returns the
+// keys it read and the broken columns of its records.
+func brokenInPage[T any](ctx context.Context, db *sql.DB, query, after string, limit int, scan func(rowScanner) (T, error), key func(T) string) ([]string, []*BrokenRecordError, error) {
+	rows, err := db.QueryContext(ctx, query, after, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var keys []string
+	var found []*BrokenRecordError
+	for rows.Next() {
+		v, err := scan(rows)
+		var b *BrokenRecordError
+		switch {
+		case errors.As(err, &b):
+			found = append(found, brokenColumns(err)...)
+		case err != nil:
+			return nil, nil, err
+		}
+		keys = append(keys, key(v))
+	}
+	return keys, found, rows.Err()
+}
+
+// brokenColumns returns the error of each broken column of the record
+// whose scan returned err.
+func brokenColumns(err error) []*BrokenRecordError {
+	var b *brokenRowError
+	if errors.As(err, &b) {
+		return b.all
+	}
+	var one *BrokenRecordError
+	if errors.As(err, &one) {
+		return []*BrokenRecordError{one}
+	}
+	return nil
+}
+
+// sqlRepair is the statement that makes one column of one kind of record
+// safe, and its arguments but the key, which comes last.
+type sqlRepair struct {
+	query string
+	args  func() []any
+}
+
+// sqlRepairs are the repairs of the columns the store can find broken,
+// by kind and column. Each leaves the record granting nothing the damaged
+// value might have withheld:
+//
+//   - A broken disabled flag, password hash, MAC address or TOTP secret
+//     disables the account (a user without the secret would log in with a
+//     password alone; a host without its MAC address from any machine):
+//     an administrator enables it again once it has a password, a MAC
+//     address or a second factor that can be read. A broken password
+//     hash is replaced by one that no password matches.
+//   - A broken generation, or list of logged-out tokens, is replaced by a
+//     new random generation, so every token of the account dies, those the
+//     list revoked among them.
+//   - A broken last TOTP step moves to the latest step a code may be
+//     checked against now, so no code already seen is accepted again.
+//   - A broken pre-auth id is cleared, so no pre-auth token is redeemed.
+//   - Broken failure counts, backoffs and client failures are forgotten,
+//     as a successful login forgets them; broken recovery codes are gone
+//     and must be made again; a broken creation time becomes unknown.
+//
+// An access token with any broken column is deleted: an unreadable scope
+// must never be widened, and the user can make a new one.
+var sqlRepairs = map[string]map[string]sqlRepair{
+	"user": {
+		"password_hash":          {"UPDATE nmauth_users SET password_hash = ?, disabled = ? WHERE name = ?", lockedPassword},
+		"disabled":               {"UPDATE nmauth_users SET disabled = ? WHERE name = ?", disable},
+		"totp_secret":            {"UPDATE nmauth_users SET totp_secret = NULL, disabled = ? WHERE name = ?", disable},
+		"totp_last_step":         {"UPDATE nmauth_users SET totp_last_step = ? WHERE name = ?", latestTOTPStep},
+		"totp_failures":          {"UPDATE nmauth_users SET totp_failures = 0 WHERE name = ?", nil},
+		"totp_blocked_until":     {"UPDATE nmauth_users SET totp_blocked_until = 0 WHERE name = ?", nil},
+		"preauth_id":             {"UPDATE nmauth_users SET preauth_id = '' WHERE name = ?", nil},
+		"preauth_failures":       {"UPDATE nmauth_users SET preauth_failures = 0 WHERE name = ?", nil},
+		"recovery_codes":         {"UPDATE nmauth_users SET recovery_codes = '[]' WHERE name = ?", nil},
+		"password_failures":      {"UPDATE nmauth_users SET password_failures = 0 WHERE name = ?", nil},
+		"password_blocked_until": {"UPDATE nmauth_users SET password_blocked_until = 0 WHERE name = ?", nil},
+		"password_clients":       {"UPDATE nmauth_users SET password_clients = '[]' WHERE name = ?", nil},
+		"generation":             {"UPDATE nmauth_users SET generation = ? WHERE name = ?", newRandomGeneration},
+		"created_at":             {"UPDATE nmauth_users SET created_at = 0 WHERE name = ?", nil},
+		"logged_out":             {"UPDATE nmauth_users SET logged_out = '[]', generation = ? WHERE name = ?", newRandomGeneration},
+	},
+	"host": {
+		"mac_address":            {"UPDATE nmauth_hosts SET mac_address = '', disabled = ? WHERE id = ?", disable},
+		"password_hash":          {"UPDATE nmauth_hosts SET password_hash = ?, disabled = ? WHERE id = ?", lockedPassword},
+		"disabled":               {"UPDATE nmauth_hosts SET disabled = ? WHERE id = ?", disable},
+		"password_failures":      {"UPDATE nmauth_hosts SET password_failures = 0 WHERE id = ?", nil},
+		"password_blocked_until": {"UPDATE nmauth_hosts SET password_blocked_until = 0 WHERE id = ?", nil},
+		"password_clients":       {"UPDATE nmauth_hosts SET password_clients = '[]' WHERE id = ?", nil},
+		"generation":             {"UPDATE nmauth_hosts SET generation = ? WHERE id = ?", newRandomGeneration},
+		"created_at":             {"UPDATE nmauth_hosts SET created_at = 0 WHERE id = ?", nil},
+	},
+}
+
+func disable() []any { return []any{true} }
+
+// lockedPassword disables the account and gives it a hash of random bytes,
+// as the dummy hash is made: no password matches it, and a login still
+// costs what any other does, until an administrator sets a password.
+func lockedPassword() []any {
+	buf := make([]byte, argonSaltLen+argonKeyLen)
+	_, _ = rand.Read(buf) // crypto/rand.Read never fails
+	return []any{encodeArgonHash(argonHash{
+		argonParams: currentArgonParams(),
+		salt:        buf[:argonSaltLen],
+		key:         buf[argonSaltLen:],
+	}), true}
+}
+
+// latestTOTPStep is the latest step a code is checked against now (see
+// matchTOTP).
+func latestTOTPStep() []any { return []any{time.Now().Unix()/totpPeriod + 1} }
+
+// newRandomGeneration is a generation no token carries.
+func newRandomGeneration() []any {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return []any{int64(binary.BigEndian.Uint64(b[:]))}
+}
+
+// RepairRecord implements [RepairStore]. The record is read again under
+// its row's lock, so a column repaired or rewritten since b was found is
 // left alone.
 func (s *SQLStore) RepairRecord(ctx context.Context, b *BrokenRecordError) error {
-	for _, c := range sqlRepairable {
-		if c.kind != b.Kind || c.column != b.Column {
-			continue
-		}
-		lock := "SELECT " + c.column + " FROM " + c.table + " WHERE " + c.key + " = ?"
-		if s.dialect == DialectPostgres {
-			lock += " FOR UPDATE"
-		}
-		return s.inTx(ctx, "repair record", func(tx *sql.Tx) error {
-			var value string
-			err := tx.QueryRowContext(ctx, s.q.rebind(lock), b.Key).Scan(&value)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				return nil
-			case err != nil:
-				return wrapSQL("repair record", err)
-			case c.check(value) == nil:
-				return nil
-			}
-			_, err = tx.ExecContext(ctx, s.q.rebind(c.repair), b.Key)
-			return wrapSQL("repair record", err)
-		})
+	forUpdate := ""
+	if s.dialect == DialectPostgres {
+		forUpdate = " FOR UPDATE"
 	}
-	return wrapSQL("repair record", &BrokenRecordError{Kind: b.Kind, Key: b.Key, Column: b.Column, Err: errNotRepairable})
+	var (
+		lock   string
+		scan   func(rowScanner) ([]string, error)
+		repair sqlRepair
+		ok     bool
+	)
+	switch b.Kind {
+	case "user":
+		lock, scan = s.q.lockUser, brokenOf(scanUser, func(u User) []string { return u.Broken })
+		repair, ok = sqlRepairs[b.Kind][b.Column]
+	case "host":
+		lock, scan = s.q.lockHost, brokenOf(scanHost, func(h Host) []string { return h.Broken })
+		repair, ok = sqlRepairs[b.Kind][b.Column]
+	case "access token":
+		lock, scan = s.accessQuery("WHERE id = ?")+forUpdate, brokenOf(scanAccessToken, func(t AccessToken) []string { return t.Broken })
+		repair, ok = sqlRepair{query: "DELETE FROM nmauth_access_tokens WHERE id = ?"}, slices.Contains(sqlAccessColumns[1:], b.Column)
+	}
+	if !ok {
+		return wrapSQL("repair record", &BrokenRecordError{Kind: b.Kind, Key: b.Key, Column: b.Column, Err: errNotRepairable})
+	}
+	return s.inTx(ctx, "repair record", func(tx *sql.Tx) error {
+		broken, err := scan(tx.QueryRowContext(ctx, lock, b.Key))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return wrapSQL("repair record", err)
+		case !slices.Contains(broken, b.Column):
+			return nil
+		}
+		var args []any
+		if repair.args != nil {
+			args = repair.args()
+		}
+		_, err = tx.ExecContext(ctx, s.q.rebind(repair.query), append(args, b.Key)...)
+		return wrapSQL("repair record", err)
+	})
 }
 
-// checkList reports whether s decodes as a list column of T.
-func checkList[T any](s string) error {
-	_, err := decodeList[T](s)
-	return err
+// brokenOf turns a scan of a record into a scan of the names of its
+// broken columns; a broken record is not an error here.
+func brokenOf[T any](scan func(rowScanner) (T, error), broken func(T) []string) func(rowScanner) ([]string, error) {
+	return func(row rowScanner) ([]string, error) {
+		v, err := scan(row)
+		if err != nil && !errors.Is(err, ErrBrokenRecord) {
+			return nil, err
+		}
+		return broken(v), nil
+	}
 }

@@ -378,7 +378,13 @@ func (s *SQLStore) sealedKeyIDs(ctx context.Context) (map[string]int, error) {
 	if s.dialect == DialectPostgres {
 		kid = "substring(totp_secret from 2 for 8)"
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT "+kid+", COUNT(*) FROM nmauth_users WHERE length(totp_secret) > 0 GROUP BY 1")
+	where := "length(totp_secret) > 0"
+	if s.dialect == DialectSQLite {
+		// A secret of the wrong type is a broken record of its user
+		// alone (see scanUser), not one sealed under an unknown key.
+		where += " AND typeof(totp_secret) = 'blob'"
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT "+kid+", COUNT(*) FROM nmauth_users WHERE "+where+" GROUP BY 1")
 	if err != nil {
 		return nil, wrapSQL("sealed key ids", err)
 	}
@@ -816,18 +822,6 @@ func encodeList[T any](vs []T, what string) (string, error) {
 	return string(b), nil
 }
 
-// decodeList reads a list column, nil for none.
-func decodeList[T any](s string) ([]T, error) {
-	var vs []T
-	if err := json.Unmarshal([]byte(s), &vs); err != nil {
-		return nil, err
-	}
-	if len(vs) == 0 {
-		return nil, nil
-	}
-	return vs, nil
-}
-
 // hostArgs returns h's column values in the order of sqlHostColumns.
 func hostArgs(h Host) ([]any, error) {
 	clients, err := encodeClients(h.State.v.PasswordClients)
@@ -850,86 +844,58 @@ type rowScanner interface {
 	Scan(dest ...any) error
 }
 
-// scanUser reads a user's row. A JSON column that does not decode is
-// left at its zero value and named in the record's Broken, and the
-// error is then a *BrokenRecordError for the first such column, returned
-// with the record so that a listing can show it.
+// scanUser reads a user's row. A column of the wrong type, or a JSON
+// column that does not decode, is left at its zero value and named in
+// the record's Broken, and the error is then a *BrokenRecordError for the
+// first such column, returned with the record so that a listing can show
+// it.
 func scanUser(row rowScanner) (User, error) {
-	var (
-		u                                 User
-		codes, clients, loggedOut         string
-		totpBlocked, pwBlocked, gen, made int64
-	)
-	err := row.Scan(
-		&u.Name, &u.PasswordHash, &u.Disabled,
-		&u.TOTPSecret, &u.State.v.TOTPLastStep, &u.State.v.TOTPFailures, &totpBlocked,
-		&u.State.v.PreAuthID, &u.State.v.PreAuthFailures, &codes,
-		&u.State.v.PasswordFailures, &pwBlocked, &clients,
-		&gen, &made, &loggedOut,
-	)
+	c, err := scanCells(row, len(sqlUserColumns))
 	if err != nil {
 		return User{}, err
 	}
-	d := columnDecoder{kind: "user", key: u.Name}
-	decodeColumn(&d, "recovery_codes", codes, &u.RecoveryCodes)
-	decodeColumn(&d, "password_clients", clients, &u.State.v.PasswordClients)
-	decodeColumn(&d, "logged_out", loggedOut, &u.State.v.LoggedOut)
+	var u User
+	d := columnDecoder{kind: "user"}
+	u.Name = d.keyText(c[0])
+	u.PasswordHash = d.text("password_hash", c[1])
+	u.Disabled = d.boolean("disabled", c[2])
+	u.TOTPSecret = d.blob("totp_secret", c[3])
+	u.State.v.TOTPLastStep = d.integer("totp_last_step", c[4])
+	u.State.v.TOTPFailures = d.count("totp_failures", c[5])
+	u.State.v.TOTPBlockedUntil = decodeTime(d.integer("totp_blocked_until", c[6]))
+	u.State.v.PreAuthID = d.text("preauth_id", c[7])
+	u.State.v.PreAuthFailures = d.count("preauth_failures", c[8])
+	decodeNullableColumn(&d, "recovery_codes", c[9], &u.RecoveryCodes)
+	u.State.v.PasswordFailures = d.count("password_failures", c[10])
+	u.State.v.PasswordBlockedUntil = decodeTime(d.integer("password_blocked_until", c[11]))
+	decodeColumn(&d, "password_clients", c[12], &u.State.v.PasswordClients)
+	u.State.v.Generation = uint64(d.integer("generation", c[13]))
+	u.CreatedAt = decodeTime(d.integer("created_at", c[14]))
+	decodeColumn(&d, "logged_out", c[15], &u.State.v.LoggedOut)
 	u.Broken = d.broken
-	u.State.v.TOTPBlockedUntil = decodeTime(totpBlocked)
-	u.State.v.PasswordBlockedUntil = decodeTime(pwBlocked)
-	u.State.v.Generation = uint64(gen)
-	u.CreatedAt = decodeTime(made)
 	return u, d.err()
 }
 
 // scanHost reads a host's row as scanUser reads a user's.
 func scanHost(row rowScanner) (Host, error) {
-	var (
-		h                    Host
-		clients              string
-		pwBlocked, gen, made int64
-	)
-	err := row.Scan(
-		&h.ID, &h.MACAddress, &h.PasswordHash, &h.Disabled,
-		&h.State.v.PasswordFailures, &pwBlocked, &clients,
-		&gen, &made,
-	)
+	c, err := scanCells(row, len(sqlHostColumns))
 	if err != nil {
 		return Host{}, err
 	}
-	d := columnDecoder{kind: "host", key: h.ID}
-	decodeColumn(&d, "password_clients", clients, &h.State.v.PasswordClients)
+	var h Host
+	d := columnDecoder{kind: "host"}
+	h.ID = d.keyText(c[0])
+	h.MACAddress = d.text("mac_address", c[1])
+	h.PasswordHash = d.text("password_hash", c[2])
+	h.Disabled = d.boolean("disabled", c[3])
+	h.State.v.PasswordFailures = d.count("password_failures", c[4])
+	h.State.v.PasswordBlockedUntil = decodeTime(d.integer("password_blocked_until", c[5]))
+	decodeColumn(&d, "password_clients", c[6], &h.State.v.PasswordClients)
+	h.State.v.Generation = uint64(d.integer("generation", c[7]))
+	h.CreatedAt = decodeTime(d.integer("created_at", c[8]))
 	h.Broken = d.broken
-	h.State.v.PasswordBlockedUntil = decodeTime(pwBlocked)
-	h.State.v.Generation = uint64(gen)
-	h.CreatedAt = decodeTime(made)
 	return h, d.err()
 }
-
-// columnDecoder collects the JSON columns of one row that do not decode.
-type columnDecoder struct {
-	kind, key string
-	broken    []string
-	first     error
-}
-
-// decodeColumn decodes the JSON list of column into v, nil for an empty
-// list. A column that does not decode leaves v nil and is noted in d.
-func decodeColumn[T any](d *columnDecoder, column, s string, v *[]T) {
-	var err error
-	if *v, err = decodeList[T](s); err == nil {
-		return
-	}
-	*v = nil
-	d.broken = append(d.broken, column)
-	if d.first == nil {
-		d.first = &BrokenRecordError{Kind: d.kind, Key: d.key, Column: column, Err: err}
-	}
-}
-
-// err is the *BrokenRecordError of the first column that did not
-// decode, or nil.
-func (d *columnDecoder) err() error { return d.first }
 
 // encodeTimes converts each time to Unix nanoseconds, 0 for the zero time.
 // A time that would not read back equal is refused rather than stored

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -16,21 +17,53 @@ import (
 	"github.com/nmauth/nmauth"
 )
 
-// TestBrokenRecord breaks each JSON column of each table in turn, for one
+// TestBrokenRecord breaks each JSON column of each table in turn, and
+// puts a value of the wrong type in columns of every type, for one
 // account beside a sound one, on SQLite and PostgreSQL: the broken
 // account's login and admin actions answer 500 with one log line naming
 // it and the column, its neighbour is served, listings show it marked,
 // the root-secret check and /readyz pass, and a repair makes the column
-// safe, with an audit event.
+// safe, with an audit event. PostgreSQL's column types refuse the values
+// of the wrong type outright, and the test checks that they do.
 func TestBrokenRecord(t *testing.T) {
 	cases := []struct {
 		kind, key, column, breakSQL string
+		// typed: PostgreSQL refuses breakSQL, or pgSQL when set (its
+		// nearest form there), since the value is not of the column's
+		// type.
+		typed bool
+		pgSQL string
+		// sqliteOnly: PostgreSQL stores a bytea put in a text column as
+		// its text form, so a blob where text belongs exists only in
+		// SQLite.
+		sqliteOnly bool
+		// disables: the repair disables the account, since the value
+		// lost could have kept someone out.
+		disables bool
 	}{
-		{"user", "bob", "recovery_codes", "UPDATE nmauth_users SET recovery_codes = '{bad' WHERE name = 'bob'"},
-		{"user", "bob", "password_clients", "UPDATE nmauth_users SET password_clients = '[{\"f\":\"x\"}]' WHERE name = 'bob'"},
-		{"user", "bob", "logged_out", "UPDATE nmauth_users SET logged_out = 'null,' WHERE name = 'bob'"},
-		{"host", "host-2", "password_clients", "UPDATE nmauth_hosts SET password_clients = '' WHERE id = 'host-2'"},
-		{"access token", "", "networks", "UPDATE nmauth_access_tokens SET networks = '[1]' WHERE user_name = 'bob'"},
+		{kind: "user", key: "bob", column: "recovery_codes", breakSQL: "UPDATE nmauth_users SET recovery_codes = '{bad' WHERE name = 'bob'"},
+		{kind: "user", key: "bob", column: "password_clients", breakSQL: "UPDATE nmauth_users SET password_clients = '[{\"f\":\"x\"}]' WHERE name = 'bob'"},
+		{kind: "user", key: "bob", column: "logged_out", breakSQL: "UPDATE nmauth_users SET logged_out = 'null,' WHERE name = 'bob'"},
+		{kind: "host", key: "host-2", column: "password_clients", breakSQL: "UPDATE nmauth_hosts SET password_clients = '' WHERE id = 'host-2'"},
+		{kind: "access token", column: "networks", breakSQL: "UPDATE nmauth_access_tokens SET networks = '[1]' WHERE user_name = 'bob'"},
+		// JSON null where the store writes a list, and a negative
+		// count: kinds both databases hold.
+		{kind: "access token", column: "networks", breakSQL: "UPDATE nmauth_access_tokens SET networks = 'null' WHERE user_name = 'bob'"},
+		{kind: "user", key: "bob", column: "logged_out", breakSQL: "UPDATE nmauth_users SET logged_out = 'null' WHERE name = 'bob'"},
+		{kind: "host", key: "host-2", column: "password_clients", breakSQL: "UPDATE nmauth_hosts SET password_clients = ' null ' WHERE id = 'host-2'"},
+		{kind: "user", key: "bob", column: "password_failures", breakSQL: "UPDATE nmauth_users SET password_failures = -1000 WHERE name = 'bob'"},
+		// Values of the wrong type, which SQLite keeps.
+		{kind: "user", key: "bob", column: "disabled", breakSQL: "UPDATE nmauth_users SET disabled = 'abc' WHERE name = 'bob'", typed: true, disables: true},
+		{kind: "user", key: "bob", column: "totp_failures", breakSQL: "UPDATE nmauth_users SET totp_failures = 'many' WHERE name = 'bob'", typed: true},
+		{kind: "user", key: "bob", column: "password_hash", breakSQL: "UPDATE nmauth_users SET password_hash = x'00ff' WHERE name = 'bob'", typed: true, sqliteOnly: true, disables: true},
+		{kind: "user", key: "bob", column: "totp_secret", breakSQL: "UPDATE nmauth_users SET totp_secret = 'not a blob' WHERE name = 'bob'", typed: true, pgSQL: "UPDATE nmauth_users SET totp_secret = 'not a blob'::text WHERE name = 'bob'", disables: true},
+		{kind: "user", key: "bob", column: "generation", breakSQL: "UPDATE nmauth_users SET generation = 1.5 WHERE name = 'bob'", typed: true, pgSQL: "UPDATE nmauth_users SET generation = '1.5' WHERE name = 'bob'"},
+		{kind: "host", key: "host-2", column: "disabled", breakSQL: "UPDATE nmauth_hosts SET disabled = 'abc' WHERE id = 'host-2'", typed: true, disables: true},
+		{kind: "host", key: "host-2", column: "mac_address", breakSQL: "UPDATE nmauth_hosts SET mac_address = x'0102' WHERE id = 'host-2'", typed: true, sqliteOnly: true, disables: true},
+		{kind: "host", key: "host-2", column: "password_blocked_until", breakSQL: "UPDATE nmauth_hosts SET password_blocked_until = 'never' WHERE id = 'host-2'", typed: true},
+		{kind: "access token", column: "read_only", breakSQL: "UPDATE nmauth_access_tokens SET read_only = 'maybe' WHERE user_name = 'bob'", typed: true},
+		{kind: "access token", column: "expires_at", breakSQL: "UPDATE nmauth_access_tokens SET expires_at = 'later' WHERE user_name = 'bob'", typed: true},
+		{kind: "access token", column: "name", breakSQL: "UPDATE nmauth_access_tokens SET name = x'6369' WHERE user_name = 'bob'", typed: true, sqliteOnly: true},
 	}
 	for _, b := range sqlBackends {
 		t.Run(b.name, func(t *testing.T) {
@@ -39,14 +72,34 @@ func TestBrokenRecord(t *testing.T) {
 			}
 			for _, c := range cases {
 				t.Run(strings.ReplaceAll(c.kind, " ", "_")+"/"+c.column, func(t *testing.T) {
-					testBrokenColumn(t, b.dialect, b.fresh(t)(t), c.kind, c.key, c.column, c.breakSQL)
+					if c.sqliteOnly && b.dialect != nmauth.DialectSQLite {
+						return
+					}
+					db := b.fresh(t)(t)
+					if c.typed && b.dialect == nmauth.DialectPostgres {
+						newSQLStore(t, db, b.dialect)
+						q := cmp.Or(c.pgSQL, c.breakSQL)
+						if _, err := db.Exec(q); err == nil {
+							t.Fatalf("PostgreSQL took %q", q)
+						}
+						return
+					}
+					testBrokenColumn(t, b.dialect, db, brokenCase{c.kind, c.key, c.column, c.breakSQL, c.disables})
 				})
 			}
 		})
 	}
 }
 
-func testBrokenColumn(t *testing.T, d nmauth.Dialect, db *sql.DB, kind, key, column, breakSQL string) {
+// brokenCase is a column broken by breakSQL; disables says its repair
+// disables the account.
+type brokenCase struct {
+	kind, key, column, breakSQL string
+	disables                    bool
+}
+
+func testBrokenColumn(t *testing.T, d nmauth.Dialect, db *sql.DB, c brokenCase) {
+	kind, key, column, breakSQL := c.kind, c.key, c.column, c.breakSQL
 	ctx := context.Background()
 	store := newSQLStore(t, db, d)
 	logs := &lockedBuffer{}
@@ -102,7 +155,7 @@ func testBrokenColumn(t *testing.T, d nmauth.Dialect, db *sql.DB, kind, key, col
 	case "access token":
 		_, err := a.CheckBearer(ctx, secret)
 		if !errors.Is(err, nmauth.ErrBrokenRecord) || errors.Is(err, nmauth.ErrStoreUnavailable) {
-			t.Errorf("CheckBearer(the broken token) = %v, want ErrBrokenRecord", err)
+			t.Fatalf("CheckBearer(the broken token) = %v, want ErrBrokenRecord", err)
 		}
 		rec := httptest.NewRecorder()
 		a.WriteError(rec, httptest.NewRequest(http.MethodGet, "/", nil), err)
@@ -184,6 +237,12 @@ func testBrokenColumn(t *testing.T, d nmauth.Dialect, db *sql.DB, kind, key, col
 	if !repaired {
 		t.Errorf("no %s event for %s", nmauth.EventRecordRepaired, key)
 	}
+	if c.disables {
+		// What the lost value kept out stays out: the account is
+		// disabled until an administrator enables it again.
+		testRepairDisabled(t, srv, kind)
+		return
+	}
 	switch kind {
 	case "user":
 		wantStatus(t, srv.post(t, "/api/users/adm/authenticate", `{"username":"bob","password":"bob's long password"}`), http.StatusOK)
@@ -199,6 +258,33 @@ func testBrokenColumn(t *testing.T, d nmauth.Dialect, db *sql.DB, kind, key, col
 		// A scope that cannot be read is not widened: the token goes.
 		if _, err := a.CheckBearer(ctx, secret); !errors.Is(err, nmauth.ErrUnauthenticated) {
 			t.Errorf("the repaired token: %v, want ErrUnauthenticated", err)
+		}
+	}
+}
+
+// testRepairDisabled checks that the repaired account is listed disabled
+// and its login refused as a disabled account's is.
+func testRepairDisabled(t *testing.T, srv *server, kind string) {
+	t.Helper()
+	ctx := context.Background()
+	switch kind {
+	case "user":
+		users, err := srv.auth.Admin().ListUsers(ctx, "", 10)
+		if err != nil || len(users) != 2 || users[1].Name != "bob" || !users[1].Disabled || users[1].Broken != nil {
+			t.Errorf("ListUsers after the repair = %+v, %v; want bob disabled and sound", users, err)
+		}
+		r := srv.post(t, "/api/users/adm/authenticate", `{"username":"bob","password":"bob's long password"}`)
+		if r.status == http.StatusOK || r.status >= 500 {
+			t.Errorf("bob's login after the repair answered %d, want a refusal", r.status)
+		}
+	case "host":
+		hosts, err := srv.auth.Admin().ListHosts(ctx, "", 10)
+		if err != nil || len(hosts) != 2 || hosts[1].ID != "host-2" || !hosts[1].Disabled || hosts[1].Broken != nil {
+			t.Errorf("ListHosts after the repair = %+v, %v; want host-2 disabled and sound", hosts, err)
+		}
+		r := srv.post(t, "/api/hosts/adm/authenticate", `{"id":"host-2","password":"host-password-2"}`)
+		if r.status == http.StatusOK || r.status >= 500 {
+			t.Errorf("host-2's login after the repair answered %d, want a refusal", r.status)
 		}
 	}
 }
