@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -57,7 +58,8 @@ func userList(ctx context.Context, c *cli, o *options, _ []string) error {
 		return writePages(ctx, c.stdout, "NAME\tDISABLED\tTOTP", b.db.ListUsers,
 			func(u nmauth.User) string { return u.Name },
 			func(u nmauth.User) string {
-				return fmt.Sprintf("%s\t%s\t%s", u.Name, choose(u.Disabled, "yes", "no"), choose(u.TOTPEnabled(), "on", "off"))
+				return fmt.Sprintf("%s\t%s\t%s%s", u.Name, shown(u.Broken, "disabled", choose(u.Disabled, "yes", "no")),
+					shown(u.Broken, "totp_secret", choose(u.TOTPEnabled(), "on", "off")), brokenMark(u.Broken))
 			})
 	})
 }
@@ -67,9 +69,28 @@ func hostList(ctx context.Context, c *cli, o *options, _ []string) error {
 		return writePages(ctx, c.stdout, "ID\tDISABLED\tMAC", b.db.ListHosts,
 			func(h nmauth.Host) string { return h.ID },
 			func(h nmauth.Host) string {
-				return fmt.Sprintf("%s\t%s\t%s", h.ID, choose(h.Disabled, "yes", "no"), choose(h.MACAddress != "", h.MACAddress, "-"))
+				return fmt.Sprintf("%s\t%s\t%s%s", h.ID, shown(h.Broken, "disabled", choose(h.Disabled, "yes", "no")),
+					shown(h.Broken, "mac_address", choose(h.MACAddress != "", h.MACAddress, "-")), brokenMark(h.Broken))
 			})
 	})
+}
+
+// shown is value, or "?" when column is among the broken ones: a value
+// the store could not read is not shown as the zero value it holds.
+func shown(broken []string, column, value string) string {
+	if slices.Contains(broken, column) {
+		return "?"
+	}
+	return value
+}
+
+// brokenMark is the last field of a listed record the store cannot
+// decode, naming its broken columns, and empty for a sound one.
+func brokenMark(broken []string) string {
+	if len(broken) == 0 {
+		return ""
+	}
+	return "\tbroken:" + strings.Join(broken, ",")
 }
 
 // listPage is how many records a list command reads and writes at a time.

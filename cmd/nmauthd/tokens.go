@@ -67,6 +67,12 @@ func tokenList(ctx context.Context, c *cli, o *options, args []string) error {
 			if len(t.Networks) > 0 {
 				scope += " in " + strings.Join(t.Networks, ",")
 			}
+			if len(t.Broken) > 0 {
+				// What was read of a broken token is not its scope: with
+				// its networks lost it would read as every network. The
+				// store refuses it until check --repair deletes it.
+				scope = "broken:" + strings.Join(t.Broken, ",")
+			}
 			used := "never"
 			if !t.LastUsed.IsZero() {
 				used = t.LastUsed.UTC().Format(time.RFC3339)
