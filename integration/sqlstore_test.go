@@ -512,6 +512,21 @@ func postgresDSN(t *testing.T) string {
 // see each other's tables, and drops it when the test ends.
 func postgresDatabase(t *testing.T) sqlDatabase {
 	t.Helper()
+	cfg := postgresSchema(t)
+	return func(t *testing.T) *sql.DB {
+		db := stdlib.OpenDB(*cfg.Copy())
+		// Two handles at once stay well below the server's default of 100
+		// connections.
+		db.SetMaxOpenConns(20)
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+}
+
+// postgresSchema makes a schema of its own for the test, dropped when the
+// test ends, and returns the configuration of connections that use it.
+func postgresSchema(t *testing.T) *pgx.ConnConfig {
+	t.Helper()
 	cfg, err := pgx.ParseConfig(postgresDSN(t))
 	if err != nil {
 		t.Fatalf("NMAUTH_TEST_POSTGRES: %v", err)
@@ -528,14 +543,7 @@ func postgresDatabase(t *testing.T) sqlDatabase {
 		}
 		admin.Close()
 	})
-	return func(t *testing.T) *sql.DB {
-		c := cfg.Copy()
-		c.RuntimeParams["search_path"] = schema
-		db := stdlib.OpenDB(*c)
-		// Two handles at once stay well below the server's default of 100
-		// connections.
-		db.SetMaxOpenConns(20)
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	c := cfg.Copy()
+	c.RuntimeParams["search_path"] = schema
+	return c
 }
