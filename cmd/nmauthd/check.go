@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
+
+	"github.com/nmauth/nmauth"
 )
 
 // check lists the records the database holds but cannot decode; with
@@ -12,18 +14,21 @@ import (
 // the server runs on while an administrator repairs it.
 func check(ctx context.Context, c *cli, o *options, _ []string) error {
 	return c.withBackend(ctx, o, func(b *backend) error {
-		broken, err := b.auth.Admin().BrokenRecords(ctx)
-		if err != nil {
+		// --repair scans once, repairing what it finds, rather than scan
+		// to list and again to repair: a scan of millions of rows takes
+		// a while.
+		var broken []*nmauth.BrokenRecordError
+		var err error
+		if o.repair {
+			if broken, err = b.auth.Admin().RepairRecords(ctx); err != nil {
+				return fmt.Errorf("check --repair: %d repaired before: %w", len(broken), err)
+			}
+		} else if broken, err = b.auth.Admin().BrokenRecords(ctx); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
 		if len(broken) == 0 {
 			fmt.Fprintln(c.stdout, "no broken records")
 			return nil
-		}
-		if o.repair {
-			if broken, err = b.auth.Admin().RepairRecords(ctx); err != nil {
-				return fmt.Errorf("check --repair: %d repaired before: %w", len(broken), err)
-			}
 		}
 		w := tabwriter.NewWriter(c.stdout, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(w, "KIND\tNAME\tCOLUMN\tERROR")
