@@ -9,66 +9,29 @@ import (
 // [Admin.RepairRecords]; Kind and Name name the account.
 const EventRecordRepaired EventType = "record.repaired"
 
-// RepairScanStore is a [RepairStore] that finds its broken records a
-// batch at a time, so that a scan of a store of millions of records is a
-// run of short reads, each under a deadline of its own, rather than one
-// read that no store deadline allows. [SQLStore] is one.
-type RepairScanStore interface {
-	RepairStore
-	// BrokenRecordsAfter reads up to limit records from the position
-	// after, the zero RecordPosition to begin, and returns the broken
-	// columns among them, in the order of BrokenRecords, and the position
-	// of the next batch: the zero RecordPosition once the scan is done.
-	BrokenRecordsAfter(ctx context.Context, after RecordPosition, limit int) ([]*BrokenRecordError, RecordPosition, error)
-}
-
-// RecordPosition is where a scan of a [RepairScanStore] goes on: after
-// the record of kind Kind ("user", "host" or "access token", as in
-// [BrokenRecordError]) and key Key, or at the first record of Kind when
-// Key is empty.
-type RecordPosition struct {
-	Kind, Key string
-}
-
 // repairBatch is how many records a scan for broken records reads under
 // one store deadline.
 const repairBatch = 1000
 
 // BrokenRecords lists the records the Store holds but cannot decode, one
 // entry per broken column. Such a record answers 500 for its own account
-// only; see [Store]. A [RepairScanStore] is read a batch at a time, each
-// batch under [Config.StoreTimeout], so a scan of any size ends; any other
-// [RepairStore] is read in one call under that deadline.
+// only; see [Store]. The Store is read a batch at a time, each batch under
+// [Config.StoreTimeout], so that a scan of any size ends.
 func (ad *Admin) BrokenRecords(ctx context.Context) ([]*BrokenRecordError, error) {
 	a := ad.a
-	inner := a.store.(*guardedStore).Store
-	if rs, ok := inner.(RepairScanStore); ok {
-		return a.scanBrokenRecords(ctx, rs)
-	}
-	rs, ok := inner.(RepairStore)
+	rs, ok := a.store.(*guardedStore).Store.(RepairStore)
 	if !ok {
 		return nil, ErrRepairUnsupported
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.StoreTimeout)
-	defer cancel()
-	broken, err := rs.BrokenRecords(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w: broken records: %w", ErrStoreUnavailable, err)
-	}
-	return broken, nil
-}
-
-// scanBrokenRecords reads rs for broken records a batch at a time.
-func (a *Authenticator) scanBrokenRecords(ctx context.Context, rs RepairScanStore) ([]*BrokenRecordError, error) {
 	var broken []*BrokenRecordError
-	var at RecordPosition
+	at := ""
 	for {
 		found, next, err := a.brokenBatch(ctx, rs, at)
 		if err != nil {
-			return nil, fmt.Errorf("%w: broken records after %s %q: %w", ErrStoreUnavailable, at.Kind, at.Key, err)
+			return nil, fmt.Errorf("%w: broken records: %w", ErrStoreUnavailable, err)
 		}
 		broken = append(broken, found...)
-		if next == (RecordPosition{}) {
+		if next == "" {
 			return broken, nil
 		}
 		at = next
@@ -76,10 +39,10 @@ func (a *Authenticator) scanBrokenRecords(ctx context.Context, rs RepairScanStor
 }
 
 // brokenBatch reads one batch of a scan under a store deadline of its own.
-func (a *Authenticator) brokenBatch(ctx context.Context, rs RepairScanStore, at RecordPosition) ([]*BrokenRecordError, RecordPosition, error) {
+func (a *Authenticator) brokenBatch(ctx context.Context, rs RepairStore, at string) ([]*BrokenRecordError, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.StoreTimeout)
 	defer cancel()
-	return rs.BrokenRecordsAfter(ctx, at, repairBatch)
+	return rs.BrokenRecords(ctx, at, repairBatch)
 }
 
 // RepairRecords finds the broken records and resets each broken column

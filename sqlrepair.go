@@ -6,50 +6,42 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
-var (
-	_ RepairStore     = (*SQLStore)(nil)
-	_ RepairScanStore = (*SQLStore)(nil)
-)
+var _ RepairStore = (*SQLStore)(nil)
 
 // sqlRepairKinds are the kinds of record a scan for broken records reads,
 // in its order: users, then hosts, then access tokens.
 var sqlRepairKinds = []string{"user", "host", "access token"}
 
-// errNotRepairable is the reason a repair of a column the store does not
-// know fails.
-var errNotRepairable = errors.New("not a column this store repairs")
+var (
+	// errNotRepairable is the reason a repair of a column the store does
+	// not know fails.
+	errNotRepairable = errors.New("not a column this store repairs")
+	// errRepairPosition is the error of a scan from a position the store
+	// did not return.
+	errRepairPosition = errors.New("not a position of a scan for broken records")
+	// errRepairLimit is the error of a scan of no records at a time.
+	errRepairLimit = errors.New("a scan for broken records needs a positive limit")
+)
 
-// BrokenRecords implements [RepairStore] as one scan, every batch under
-// ctx; [Admin.BrokenRecords] scans through BrokenRecordsAfter instead, each
-// batch under a deadline of its own.
-func (s *SQLStore) BrokenRecords(ctx context.Context) ([]*BrokenRecordError, error) {
-	var out []*BrokenRecordError
-	var at RecordPosition
-	for {
-		found, next, err := s.BrokenRecordsAfter(ctx, at, repairBatch)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, found...)
-		if next == (RecordPosition{}) {
-			return out, nil
-		}
-		at = next
-	}
-}
-
-// BrokenRecordsAfter implements [RepairScanStore]. A batch is one keyset
-// page of one table, read as a listing reads it, so that the scan finds
-// exactly the columns that reads find broken: every column of the wrong
-// type, and every JSON column that does not decode.
-func (s *SQLStore) BrokenRecordsAfter(ctx context.Context, after RecordPosition, limit int) ([]*BrokenRecordError, RecordPosition, error) {
-	kind := after.Kind
-	if kind == "" {
+// BrokenRecords implements [RepairStore]. A batch is one keyset page of
+// one table, read as a listing reads it, so that the scan finds exactly
+// the columns that reads find broken: every column of the wrong type, and
+// every JSON column that does not decode. The position of the next batch
+// is the kind of record and the last key read, as "kind:key"; "kind:"
+// starts a table.
+func (s *SQLStore) BrokenRecords(ctx context.Context, after string, limit int) ([]*BrokenRecordError, string, error) {
+	kind, key, _ := strings.Cut(after, ":")
+	if after == "" {
 		kind = sqlRepairKinds[0]
+	}
+	if limit <= 0 {
+		return nil, "", wrapSQL("broken records", errRepairLimit)
 	}
 	var (
 		keys  []string
@@ -58,26 +50,26 @@ func (s *SQLStore) BrokenRecordsAfter(ctx context.Context, after RecordPosition,
 	)
 	switch kind {
 	case "user":
-		keys, found, err = brokenInPage(ctx, s.db, s.q.listUsers, after.Key, limit, scanUser, func(u User) string { return u.Name })
+		keys, found, err = brokenInPage(ctx, s.db, s.q.listUsers, key, limit, scanUser, func(u User) string { return u.Name })
 	case "host":
-		keys, found, err = brokenInPage(ctx, s.db, s.q.listHosts, after.Key, limit, scanHost, func(h Host) string { return h.ID })
+		keys, found, err = brokenInPage(ctx, s.db, s.q.listHosts, key, limit, scanHost, func(h Host) string { return h.ID })
 	case "access token":
-		keys, found, err = brokenInPage(ctx, s.db, s.accessQuery("WHERE id > ? ORDER BY id LIMIT ?"), after.Key, limit, scanAccessToken, func(t AccessToken) string { return t.ID })
+		keys, found, err = brokenInPage(ctx, s.db, s.accessQuery("WHERE id > ? ORDER BY id LIMIT ?"), key, limit, scanAccessToken, func(t AccessToken) string { return t.ID })
 	default:
-		return nil, RecordPosition{}, wrapSQL("broken records", &BrokenRecordError{Kind: kind, Key: after.Key, Err: errNotRepairable})
+		return nil, "", wrapSQL("broken records", fmt.Errorf("%w: %q", errRepairPosition, after))
 	}
 	if err != nil {
-		return nil, RecordPosition{}, wrapSQL("broken records", err)
+		return nil, "", wrapSQL("broken records", err)
 	}
-	if len(keys) == limit && limit > 0 {
-		return found, RecordPosition{Kind: kind, Key: keys[len(keys)-1]}, nil
+	if len(keys) == limit {
+		return found, kind + ":" + keys[len(keys)-1], nil
 	}
 	// This table is done: the next batch starts the next one, or the
 	// scan is over.
 	if i := slices.Index(sqlRepairKinds, kind); i+1 < len(sqlRepairKinds) {
-		return found, RecordPosition{Kind: sqlRepairKinds[i+1]}, nil
+		return found, sqlRepairKinds[i+1] + ":", nil
 	}
-	return found, RecordPosition{}, nil
+	return found, "", nil
 }
 
 // brokenInPage reads the page of query after the key after and returns the

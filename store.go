@@ -43,10 +43,14 @@ func (e *BrokenRecordError) Unwrap() []error { return []error{ErrBrokenRecord, e
 // it through [Admin.BrokenRecords] and
 // [Admin.RepairRecords].
 type RepairStore interface {
-	// BrokenRecords returns one error for each column of each record
-	// the Store holds but cannot decode, users first, then hosts, then
-	// access tokens.
-	BrokenRecords(ctx context.Context) ([]*BrokenRecordError, error)
+	// BrokenRecords reads up to limit records, from the start when after
+	// is empty or else from where the batch that returned after ended,
+	// and returns one error for each column of each of them that the
+	// Store holds but cannot decode, users first, then hosts, then access
+	// tokens; and where the next batch starts, empty once every record
+	// has been read. A scan so is a run of short reads, each of which
+	// [Admin.BrokenRecords] gives a store deadline of its own.
+	BrokenRecords(ctx context.Context, after string, limit int) (broken []*BrokenRecordError, next string, err error)
 	// RepairRecord resets the column b names to a safe value: one that
 	// grants nothing the damaged value might have withheld. A column
 	// that decodes again by now, and a record gone, are left alone and
