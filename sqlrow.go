@@ -92,8 +92,8 @@ func sqlTypeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// key reads the record's key, which locates the row and so is read as
-// text whatever its type; it becomes the key that broken columns name.
+// keyText reads the record's key, which locates the row and so is read
+// as text whatever its type; it becomes the key that broken columns name.
 func (d *columnDecoder) keyText(c sqlCell) string {
 	switch v := c.v.(type) {
 	case string:

@@ -14,7 +14,7 @@ import (
 
 // BrokenRecordError is the error of a [Store] read or update of a record
 // it holds but cannot decode, such as a column whose JSON was damaged
-// outside nmauth. It names the record and the column, never their data.
+// outside nmauth, or that holds a value of the wrong type. It names the record and the column, never their data.
 // A custom Store returns one, as [SQLStore] does, so that one broken
 // record is the problem of its own account alone.
 type BrokenRecordError struct {
