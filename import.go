@@ -15,8 +15,8 @@ type ImportedUser struct {
 	// Name is the username; it is prepared as [PrepareUsername] prepares
 	// it, so "Alice" is stored, and logs in, as "alice".
 	Name string
-	// PasswordHash is the hash the other system stored: bcrypt of any
-	// cost from 4 ($2a$, $2b$, $2y$), argon2id or argon2i as PHC strings,
+	// PasswordHash is the hash the other system stored: bcrypt of a
+	// cost from 4 to 14 ($2a$, $2b$, $2y$), argon2id or argon2i as PHC strings,
 	// scrypt as a PHC string ($scrypt$ln=…,r=…,p=…$salt$key), or
 	// PBKDF2-SHA256 ($pbkdf2-sha256$i=…,l=…$salt$key, or Django's
 	// pbkdf2_sha256$iterations$salt$key). It is kept as it is until the
