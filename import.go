@@ -313,3 +313,45 @@ func (a *Authenticator) unusableHash() (string, error) {
 	}
 	return encodeArgonHash(argonHash{argonParams: currentArgonParams(), salt: buf[:argonSaltLen], key: buf[argonSaltLen:]}), nil
 }
+
+// ImportConflicts finds the records of one import that would be one
+// account, of kind [KindUser] or [KindHost]: users whose names
+// [PrepareUsername] makes one ("Alice" and "alice"), hosts whose ids
+// differ only in case once [PrepareHostID] has prepared them. It returns
+// the groups of two or more indexes into names, each in the order given,
+// and the groups in the order of their first record. Import none of a
+// group: the first imported would take the account, and every other
+// would be counted as already there, its password or its single sign-on
+// identity then let into an account that is not its own. A name that does
+// not prepare is in no group; its own import refuses it.
+func (ad *Admin) ImportConflicts(kind PrincipalKind, names []string) [][]int {
+	prepare := func(s string) (string, error) {
+		id, err := PrepareHostID(s)
+		return strings.ToLower(id), err
+	}
+	if kind == KindUser {
+		prepare = PrepareUsername
+	}
+	groups := map[string]int{} // prepared name: index in all
+	var all [][]int
+	for i, name := range names {
+		p, err := prepare(name)
+		if err != nil {
+			continue
+		}
+		g, seen := groups[p]
+		if !seen {
+			g = len(all)
+			groups[p] = g
+			all = append(all, nil)
+		}
+		all[g] = append(all[g], i)
+	}
+	conflicts := all[:0]
+	for _, c := range all {
+		if len(c) > 1 {
+			conflicts = append(conflicts, c)
+		}
+	}
+	return conflicts
+}

@@ -81,6 +81,31 @@ func (im *importer) done(kind string, r nmauth.ImportResult) {
 	}
 }
 
+// withoutConflicts skips every record of one import that would share an
+// account with another (see nmauth.ImportConflicts), each named with the
+// others of its group, and reports which records are free to import.
+// names and wheres are the records' names and where each was found.
+func (im *importer) withoutConflicts(kind nmauth.PrincipalKind, names, wheres []string) (free []bool) {
+	free = make([]bool, len(names))
+	for i := range free {
+		free[i] = true
+	}
+	for _, group := range im.b.auth.Admin().ImportConflicts(kind, names) {
+		for _, i := range group {
+			free[i] = false
+			var others []string
+			for _, j := range group {
+				if j != i {
+					others = append(others, wheres[j])
+				}
+			}
+			im.skip(string(kind), wheres[i], fmt.Sprintf("conflict: it and %s would be one %s in nmauth, so none of them is imported",
+				strings.Join(others, " and "), kind))
+		}
+	}
+	return free
+}
+
 // user imports one user, or plans it.
 func (im *importer) user(ctx context.Context, where string, u nmauth.ImportedUser) (nmauth.ImportResult, bool) {
 	var r nmauth.ImportResult
@@ -241,9 +266,13 @@ func decodeLine(line []byte, v any) error {
 	return nil
 }
 
-// userImport adds the users on stdin, one JSON object a line.
+// userImport adds the users on stdin, one JSON object a line. The lines
+// are read first, so that users whose names would be one account are
+// found and none of them is imported.
 func userImport(ctx context.Context, c *cli, o *options, _ []string) error {
 	return c.withImporter(ctx, o, func(im *importer) error {
+		var users []nmauth.ImportedUser
+		var names, wheres []string
 		err := eachLine(c.stdin, func(n int, line []byte) {
 			where := fmt.Sprintf("on line %d", n)
 			var u importUserLine
@@ -251,12 +280,18 @@ func userImport(ctx context.Context, c *cli, o *options, _ []string) error {
 				im.skip("user", where, err.Error())
 				return
 			}
-			im.user(ctx, fmt.Sprintf("%q %s", u.Name, where), nmauth.ImportedUser{
+			users = append(users, nmauth.ImportedUser{
 				Name: u.Name, PasswordHash: u.PasswordHash, Password: u.Password, TOTPSecret: u.TOTPSecret, Disabled: u.Disabled,
 			})
+			names, wheres = append(names, u.Name), append(wheres, fmt.Sprintf("%q %s", u.Name, where))
 		}, func(n int, reason string) { im.skip("user", fmt.Sprintf("on line %d", n), reason) })
 		if err != nil {
 			return err
+		}
+		for i, free := range im.withoutConflicts(nmauth.KindUser, names, wheres) {
+			if free {
+				im.user(ctx, wheres[i], users[i])
+			}
 		}
 		return im.write(c.stdout, "user")
 	})
@@ -266,9 +301,12 @@ func userImport(ctx context.Context, c *cli, o *options, _ []string) error {
 // before "ID PASSWORD [MAC]". A password that a program drew at random,
 // as netclient's are, is kept as a keyed digest and costs microseconds;
 // any other costs an argon2id hash. A line that cannot be read is skipped
-// and reported by its number, never its password.
+// and reported by its number, never its password; hosts whose ids differ
+// only in case are none of them imported.
 func hostImport(ctx context.Context, c *cli, o *options, _ []string) error {
 	return c.withImporter(ctx, o, func(im *importer) error {
+		var hosts []nmauth.ImportedHost
+		var ids, wheres []string
 		err := eachLine(c.stdin, func(n int, line []byte) {
 			where := fmt.Sprintf("on line %d", n)
 			h, err := parseHostLine(line)
@@ -276,10 +314,16 @@ func hostImport(ctx context.Context, c *cli, o *options, _ []string) error {
 				im.skip("host", where, err.Error())
 				return
 			}
-			im.host(ctx, fmt.Sprintf("%q %s", h.ID, where), h)
+			hosts = append(hosts, h)
+			ids, wheres = append(ids, h.ID), append(wheres, fmt.Sprintf("%q %s", h.ID, where))
 		}, func(n int, reason string) { im.skip("host", fmt.Sprintf("on line %d", n), reason) })
 		if err != nil {
 			return err
+		}
+		for i, free := range im.withoutConflicts(nmauth.KindHost, ids, wheres) {
+			if free {
+				im.host(ctx, wheres[i], hosts[i])
+			}
 		}
 		return im.write(c.stdout, "host")
 	})
