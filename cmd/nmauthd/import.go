@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/nmauth/nmauth"
@@ -180,7 +181,11 @@ func (im *importer) write(w io.Writer, kinds ...string) error {
 	for _, l := range im.report.lines {
 		fmt.Fprintln(w, l)
 	}
-	if skipped > 0 {
+	switch {
+	case skipped > 0 && im.dryRun:
+		return fmt.Errorf("%d records would be skipped, each named above; nothing was written, and a run without --dry-run "+
+			"would import the others", skipped)
+	case skipped > 0:
 		return fmt.Errorf("%d records skipped, each named above; the others are imported, and a run again changes only what is missing", skipped)
 	}
 	return nil
@@ -253,8 +258,12 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 }
 
 // decodeLine decodes one JSON object, refusing unknown keys (a misspelt
-// field would otherwise drop a credential) and anything after it.
+// field would otherwise drop a credential), a key given twice, and
+// anything after it.
 func decodeLine(line []byte, v any) error {
+	if key := repeatedKey(line); key != "" {
+		return fmt.Errorf("the key %s is given more than once; only one of its values would be taken", key)
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -264,6 +273,48 @@ func decodeLine(line []byte, v any) error {
 		return errors.New("more than one JSON value on the line")
 	}
 	return nil
+}
+
+// repeatedKey returns the first key of the JSON object line that repeats
+// an earlier one, quoted, "" for none (or for a line that is no object,
+// which the decoder refuses). encoding/json would keep the last value of
+// a repeated key, and match keys to fields whatever their case, so that
+// "name" and "Name" set one field: a line that names a field twice is
+// refused rather than read one way here and another by whoever checked
+// it.
+func repeatedKey(line []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, isKey := tok.(string)
+		if err != nil || !isKey {
+			return ""
+		}
+		// Upper, then lower case, folds as encoding/json's match does
+		// ("ſ" is "s", the Kelvin sign "k").
+		fold := strings.ToLower(strings.ToUpper(key))
+		if seen[fold] {
+			return quoteKey(key)
+		}
+		seen[fold] = true
+		var value json.RawMessage
+		if dec.Decode(&value) != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+// quoteKey quotes a key for the report, cut to 64 bytes.
+func quoteKey(key string) string {
+	if len(key) > 64 {
+		return strconv.Quote(strings.ToValidUTF8(key[:64], "")) + "…"
+	}
+	return strconv.Quote(key)
 }
 
 // userImport adds the users on stdin, one JSON object a line. The lines
