@@ -19,7 +19,7 @@ const (
 )
 
 // conflictUsers are the provider's users: the identities of the Netmaker
-// users alice, bob and carol, who sign in by single sign-on.
+// users alice, bob (and dan) and carol, who sign in by single sign-on.
 var conflictUsers = []ssotest.User{
 	{Subject: "id2", Name: "alice-at-op", Password: "op-password-2", Email: "alice@example.com", EmailVerified: true},
 	{Subject: "id3", Name: "bob-at-op", Password: "op-password-3", Email: "bob@example.com", EmailVerified: true},
@@ -45,6 +45,7 @@ func writeConflictingNetmaker(t *testing.T, path string) {
 		{"users", "alice", sso("alice", "id2")},
 		{"users", "bob", sso("bob", "id3")},
 		{"users", "carol", sso("carol", "id4")},
+		{"users", "dan", sso("dan", "id3")},
 		{"hosts", upperHostID, j(map[string]any{"id": upperHostID, "hostpass": bcrypt5(t, "upper host secret")})},
 		{"hosts", lowerHostID, j(map[string]any{"id": lowerHostID, "hostpass": bcrypt5(t, "lower host secret")})},
 		{"hosts", plainHostID, j(map[string]any{"id": plainHostID, "hostpass": bcrypt5(t, "plain host secret")})},
@@ -82,7 +83,8 @@ func TestImportNetmakerConflictsPostgres(t *testing.T) {
 // provider, alice's identity (id2) logs in to no account, where it once
 // logged in to Alice's; bob's, whose account the import made, logs in as
 // bob; carol's logs in to no account, since the account carol was there
-// before the import and was not made from Netmaker's record.
+// before the import and was not made from Netmaker's record. dan, whose
+// identity is bob's too, is not made: the identity stays with bob.
 func testImportNetmakerConflicts(t *testing.T, dir string, env []string, target, clientID string) {
 	src := filepath.Join(dir, "netmaker.db")
 	writeConflictingNetmaker(t, src)
@@ -98,13 +100,14 @@ func testImportNetmakerConflicts(t *testing.T, dir string, env []string, target,
 		`skipped host "` + upperHostID + `": conflict: it and "` + lowerHostID + `" would be one host in nmauth`,
 		`skipped host "` + lowerHostID + `": conflict: it and "` + upperHostID + `" would be one host in nmauth`,
 		`skipped single sign-on link "carol": the user "carol" was already there, not made from this record`,
+		`skipped user "dan": its identity at the provider is already linked to the user "bob"`,
 	}
 	for _, dry := range []bool{true, false} {
 		args := []string{"import", "netmaker", "--from", src, "--db", target, "--sso-issuer", issuer}
-		counts := []string{"users: 1 added, 1 already there, 2 skipped", "hosts: 1 added, 0 already there, 2 skipped", "single sign-on links: 1 added"}
+		counts := []string{"users: 1 added, 1 already there, 3 skipped", "hosts: 1 added, 0 already there, 2 skipped", "single sign-on links: 1 added"}
 		if dry {
 			args = append(args, "--dry-run")
-			counts = []string{"users: 1 to add, 1 already there, 2 skipped", "hosts: 1 to add, 0 already there, 2 skipped", "single sign-on links: 1 to add"}
+			counts = []string{"users: 1 to add, 1 already there, 3 skipped", "hosts: 1 to add, 0 already there, 2 skipped", "single sign-on links: 1 to add"}
 		}
 		r := runNmauthd(t, dir, env, "", args...)
 		if r.code != exitFail {

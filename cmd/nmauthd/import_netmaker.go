@@ -290,11 +290,17 @@ func importNetmakerUser(ctx context.Context, im *importer, links *netmakerLinks,
 type netmakerLinks struct {
 	issuer string
 	store  *sso.SQLStore // opened at the first link a run writes
+	// made are the links of this run, by subject, so that a dry run,
+	// which writes none, sees them as the run would.
+	made map[string]string
 }
 
 // linked is the user subject is linked to, "" for none. A dry run reads
 // it without making the table of links; a store without it has none.
 func (l *netmakerLinks) linked(ctx context.Context, im *importer, subject string) (string, error) {
+	if name, ok := l.made[subject]; ok {
+		return name, nil
+	}
 	if im.b.db == nil {
 		return "", nil
 	}
@@ -327,6 +333,10 @@ func (l *netmakerLinks) add(ctx context.Context, im *importer, subject, name str
 			return err
 		}
 	}
+	if l.made == nil {
+		l.made = map[string]string{}
+	}
+	l.made[subject] = name
 	im.report.links++
 	return nil
 }
