@@ -888,7 +888,10 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 
 // checkCredential checks a secret against an account's stored credential:
 // a machine-secret digest or a password hash. A credential that cannot be
-// read is a fault of the data, logged, never a wrong password.
+// read, or whose parameters are beyond the bounds of a login's work, is a
+// fault of the data, never a wrong password, and nothing is computed on
+// it. The error names the account and what is wrong, never the hash; the
+// route that answers 500 logs it, once.
 func (a *Authenticator) checkCredential(t loginTarget, stored, secret string) (ok, upgrade bool, err error) {
 	if isMachineDigest(stored) {
 		ok, upgrade, err = a.ring.checkMachineSecret(stored, t.name, secret)
@@ -896,8 +899,7 @@ func (a *Authenticator) checkCredential(t loginTarget, stored, secret string) (o
 		ok, upgrade, err = a.hasher.check(stored, secret)
 	}
 	if err != nil {
-		a.log.Error("stored password hash is unusable", "kind", string(t.kind), "name", t.name, "err", err)
-		return false, false, fmt.Errorf("%w: password hash of %s %q", ErrDataFault, t.kind, t.name)
+		return false, false, fmt.Errorf("%w: password hash of %s %q: %w", ErrDataFault, t.kind, t.name, err)
 	}
 	return ok, upgrade, nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -33,26 +34,34 @@ const (
 	djangoPBKDF2Prefix = "pbkdf2_sha256$"
 )
 
-// Bounds on the parameters of an imported hash, as password.go bounds
-// argon2id's: a planted record must not make one login allocate
-// gigabytes or spin for minutes.
+// Bounds on the parameters of an imported hash, of the order of
+// password.go's bounds on argon2id (64 MiB, about a second of one core):
+// a planted record must not make one login allocate gigabytes or spin
+// for minutes. scrypt's lanes (p) run one after another in
+// golang.org/x/crypto/scrypt, on the one thread the gate admitted, so p
+// is bounded by the work N*r*p alone. PBKDF2-SHA256 runs its iterations
+// once for every 32 bytes of key.
 const (
-	maxScryptMemory   = 1 << 30 // bytes: 128 * N * r
-	maxScryptLogN     = 24
-	maxScryptLanes    = 16
-	maxPBKDF2Rounds   = 10_000_000
+	maxScryptMemory   = 64 << 20 // bytes: 128 * N * r
+	maxScryptWork     = 1 << 21  // N * r * p, twice OWASP's N=2^17, r=8, p=1
+	maxScryptLogN     = 30
+	maxScryptR        = 1 << 16
+	maxScryptLanes    = 1 << 16
+	maxPBKDF2Rounds   = 2_000_000 // iterations times 32-byte blocks of key
 	minImportedKeyLen = 16
 	maxImportedKeyLen = 64
 )
 
 // The costs below which an imported hash is reported weak: bcrypt's cost
-// 10, scrypt's N = 2^17 and PBKDF2-SHA256's 600 000 iterations are OWASP's
+// 10, scrypt's N*r*p = 2^20 (N = 2^17, r = 8, p = 1, or as much work
+// spread otherwise) and PBKDF2-SHA256's 600 000 iterations are OWASP's
 // Password Storage Cheat Sheet's minimums; argon2 is held to the
 // parameters of new hashes.
 const (
-	weakBcryptCost   = 10
-	weakScryptLogN   = 17
-	weakPBKDF2Rounds = 600_000
+	weakBcryptCost    = 10
+	weakScryptWork    = 1 << 20
+	weakPBKDF2Rounds  = 600_000
+	pbkdf2SHA256Block = 32
 )
 
 // importedHash is a parsed hash of another system's format.
@@ -141,7 +150,7 @@ func phcParams(s, algo string, names []string, limits []uint32) ([]uint32, error
 	for i, p := range parts {
 		v, err := parseParam(p, names[i]+"=", limits[i])
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: bad parameter %s", errMalformedHash, algo, names[i])
+			return nil, fmt.Errorf("%w: %s: %w", errMalformedHash, algo, err)
 		}
 		out[i] = v
 	}
@@ -173,7 +182,7 @@ func parseArgon2i(encoded string) (importedHash, error) {
 		return nil, fmt.Errorf("%w: argon2i: unsupported version", errMalformedHash)
 	}
 	var a argon2iHash
-	if a.argonParams, err = parseArgonParams(fields[1]); err != nil {
+	if a.argonParams, err = parseArgonParams(fields[1], "argon2i"); err != nil {
 		return nil, err
 	}
 	if a.salt, err = decodeImportedB64(fields[2], "argon2i", "salt", minArgonSaltLen, maxArgonSaltLen); err != nil {
@@ -208,13 +217,13 @@ func parseScrypt(encoded string) (importedHash, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := phcParams(fields[0], "scrypt", []string{"ln", "r", "p"}, []uint32{maxScryptLogN, 1 << 16, maxScryptLanes})
+	v, err := phcParams(fields[0], "scrypt", []string{"ln", "r", "p"}, []uint32{maxScryptLogN, maxScryptR, maxScryptLanes})
 	if err != nil {
 		return nil, err
 	}
 	s := scryptHash{logN: v[0], r: v[1], p: v[2]}
-	if s.logN < 1 || s.r < 1 || s.p < 1 || 128*(uint64(1)<<s.logN)*uint64(s.r) > maxScryptMemory || uint64(s.r)*uint64(s.p) >= 1<<30 {
-		return nil, fmt.Errorf("%w: scrypt: parameters outside the bounds", errMalformedHash)
+	if err := s.checkBounds(); err != nil {
+		return nil, err
 	}
 	if s.salt, err = decodeImportedB64(fields[1], "scrypt", "salt", minArgonSaltLen, maxArgonSaltLen); err != nil {
 		return nil, err
@@ -225,14 +234,31 @@ func parseScrypt(encoded string) (importedHash, error) {
 	return s, nil
 }
 
+// checkBounds holds s to the memory and the work of the bounds above,
+// naming the parameter beyond them.
+func (s scryptHash) checkBounds() error {
+	n := uint64(1) << s.logN
+	switch {
+	case s.logN < 1 || s.r < 1 || s.p < 1:
+		return fmt.Errorf("%w: scrypt: ln, r and p must be at least 1", errMalformedHash)
+	case 128*n*uint64(s.r) > maxScryptMemory:
+		return fmt.Errorf("%w: scrypt: ln=%d,r=%d needs 128*N*r = %d MiB, above %d MiB", errMalformedHash,
+			s.logN, s.r, 128*n*uint64(s.r)>>20, maxScryptMemory>>20)
+	case n*uint64(s.r)*uint64(s.p) > maxScryptWork:
+		return fmt.Errorf("%w: scrypt: ln=%d,r=%d,p=%d is N*r*p = 2^%.1f, above 2^21", errMalformedHash,
+			s.logN, s.r, s.p, math.Log2(float64(n*uint64(s.r)*uint64(s.p))))
+	}
+	return nil
+}
+
 func (s scryptHash) matches(password string) bool {
 	key, err := scrypt.Key([]byte(password), s.salt, 1<<s.logN, int(s.r), int(s.p), len(s.key))
 	return err == nil && subtle.ConstantTimeCompare(key, s.key) == 1
 }
 
 func (s scryptHash) weakness() string {
-	if s.logN < weakScryptLogN {
-		return fmt.Sprintf("scrypt N=2^%d below 2^%d", s.logN, weakScryptLogN)
+	if work := (uint64(1) << s.logN) * uint64(s.r) * uint64(s.p); work < weakScryptWork {
+		return fmt.Sprintf("scrypt N=2^%d,r=%d,p=%d below N*r*p = 2^20", s.logN, s.r, s.p)
 	}
 	return ""
 }
@@ -248,7 +274,7 @@ func parsePBKDF2(encoded string) (importedHash, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := phcParams(fields[0], "pbkdf2-sha256", []string{"i", "l"}, []uint32{maxPBKDF2Rounds, maxImportedKeyLen})
+	v, err := phcParams(fields[0], "pbkdf2-sha256", []string{"i", "l"}, []uint32{math.MaxUint32, maxImportedKeyLen})
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +288,7 @@ func parsePBKDF2(encoded string) (importedHash, error) {
 	if h.rounds < 1 || int(v[1]) != len(h.key) {
 		return nil, fmt.Errorf("%w: pbkdf2-sha256: no rounds, or l is not the key's length", errMalformedHash)
 	}
-	return h, nil
+	return h, h.checkBounds("pbkdf2-sha256", "i")
 }
 
 func parseDjangoPBKDF2(encoded string) (importedHash, error) {
@@ -270,7 +296,7 @@ func parseDjangoPBKDF2(encoded string) (importedHash, error) {
 	if err != nil {
 		return nil, err
 	}
-	rounds, err := parseParam("i="+fields[0], "i=", maxPBKDF2Rounds)
+	rounds, err := parseParam("i="+fields[0], "i=", math.MaxUint32)
 	if err != nil || rounds < 1 {
 		return nil, fmt.Errorf("%w: pbkdf2_sha256: bad iterations", errMalformedHash)
 	}
@@ -281,7 +307,19 @@ func parseDjangoPBKDF2(encoded string) (importedHash, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pbkdf2Hash{rounds: rounds, salt: []byte(fields[1]), key: key}, nil
+	h := pbkdf2Hash{rounds: rounds, salt: []byte(fields[1]), key: key}
+	return h, h.checkBounds("pbkdf2_sha256", "iterations")
+}
+
+// checkBounds holds h's work, its iterations times the 32-byte blocks of
+// its key, to maxPBKDF2Rounds, naming the parameter (param of algo).
+func (h pbkdf2Hash) checkBounds(algo, param string) error {
+	blocks := (len(h.key) + pbkdf2SHA256Block - 1) / pbkdf2SHA256Block
+	if uint64(h.rounds)*uint64(blocks) > maxPBKDF2Rounds {
+		return fmt.Errorf("%w: %s: %s=%d for %d bytes of key is above %d iterations of 32 bytes", errMalformedHash,
+			algo, param, h.rounds, len(h.key), maxPBKDF2Rounds)
+	}
+	return nil
 }
 
 func (h pbkdf2Hash) matches(password string) bool {

@@ -15,8 +15,8 @@ type ImportedUser struct {
 	// Name is the username; it is prepared as [PrepareUsername] prepares
 	// it, so "Alice" is stored, and logs in, as "alice".
 	Name string
-	// PasswordHash is the hash the other system stored: bcrypt of any
-	// cost from 4 ($2a$, $2b$, $2y$), argon2id or argon2i as PHC strings,
+	// PasswordHash is the hash the other system stored: bcrypt of a
+	// cost from 4 to 14 ($2a$, $2b$, $2y$), argon2id or argon2i as PHC strings,
 	// scrypt as a PHC string ($scrypt$ln=…,r=…,p=…$salt$key), or
 	// PBKDF2-SHA256 ($pbkdf2-sha256$i=…,l=…$salt$key, or Django's
 	// pbkdf2_sha256$iterations$salt$key). It is kept as it is until the
@@ -312,4 +312,46 @@ func (a *Authenticator) unusableHash() (string, error) {
 		return "", fmt.Errorf("nmauth: unusable password hash: %w", err)
 	}
 	return encodeArgonHash(argonHash{argonParams: currentArgonParams(), salt: buf[:argonSaltLen], key: buf[argonSaltLen:]}), nil
+}
+
+// ImportConflicts finds the records of one import that would be one
+// account, of kind [KindUser] or [KindHost]: users whose names
+// [PrepareUsername] makes one ("Alice" and "alice"), hosts whose ids
+// differ only in case once [PrepareHostID] has prepared them. It returns
+// the groups of two or more indexes into names, each in the order given,
+// and the groups in the order of their first record. Import none of a
+// group: the first imported would take the account, and every other
+// would be counted as already there, its password or its single sign-on
+// identity then let into an account that is not its own. A name that does
+// not prepare is in no group; its own import refuses it.
+func (ad *Admin) ImportConflicts(kind PrincipalKind, names []string) [][]int {
+	prepare := func(s string) (string, error) {
+		id, err := PrepareHostID(s)
+		return strings.ToLower(id), err
+	}
+	if kind == KindUser {
+		prepare = PrepareUsername
+	}
+	groups := map[string]int{} // prepared name: index in all
+	var all [][]int
+	for i, name := range names {
+		p, err := prepare(name)
+		if err != nil {
+			continue
+		}
+		g, seen := groups[p]
+		if !seen {
+			g = len(all)
+			groups[p] = g
+			all = append(all, nil)
+		}
+		all[g] = append(all[g], i)
+	}
+	conflicts := all[:0]
+	for _, c := range all {
+		if len(c) > 1 {
+			conflicts = append(conflicts, c)
+		}
+	}
+	return conflicts
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,5 +208,34 @@ func TestImportHost(t *testing.T) {
 		if _, err := f.store.GetHost(ctx, bad.ID); !errors.Is(err, nmauth.ErrNotFound) {
 			t.Errorf("%s stored anyway", bad.ID)
 		}
+	}
+}
+
+// TestImportConflicts: records whose names would be one account are
+// found, users by PRECIS UsernameCaseMapped and hosts by case, each group
+// in the order given; names that do not prepare, and names that stay
+// apart, are in no group.
+func TestImportConflicts(t *testing.T) {
+	admin := newFixture(t).auth.Admin()
+	for _, tc := range []struct {
+		name  string
+		kind  nmauth.PrincipalKind
+		names []string
+		want  [][]int
+	}{
+		{"users by case", nmauth.KindUser, []string{"Alice", "bob", "alice"}, [][]int{{0, 2}}},
+		{"users by width", nmauth.KindUser, []string{"ｂｏｂ", "Bob", "carol", "BOB"}, [][]int{{0, 1, 3}}},
+		{"two groups in order", nmauth.KindUser, []string{"Dan", "Erin", "erin", "dan"}, [][]int{{0, 3}, {1, 2}}},
+		{"users apart", nmauth.KindUser, []string{"alice", "alicia", "", "al ice"}, nil},
+		{"host UUIDs by case", nmauth.KindHost, []string{"5C1E4C2D-1F3A-4B5C-8D6E-7F8091A2B3C4", "web-1", "5c1e4c2d-1f3a-4b5c-8d6e-7f8091a2b3c4"}, [][]int{{0, 2}}},
+		{"host ids by case", nmauth.KindHost, []string{"Web-1", "web-1", "web-2"}, [][]int{{0, 1}}},
+		{"hosts apart", nmauth.KindHost, []string{"web-1", "web-2", "bad id"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := admin.ImportConflicts(tc.kind, tc.names)
+			if !slices.EqualFunc(got, tc.want, slices.Equal) {
+				t.Errorf("ImportConflicts = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

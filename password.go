@@ -30,18 +30,26 @@ const (
 	argonKeyLen  = 32
 )
 
-// Bounds on parameters read from a stored hash. They are far above any
-// sane setting; their job is to stop a corrupt or planted record from
-// making one login allocate gigabytes or spin for minutes.
+// Bounds on parameters read from a stored or imported hash, so that one
+// login costs at most what the house argon2id allows it (issue 38): at
+// most 64 MiB and about a second of one core, on as many threads as the
+// gate admits. A hash beyond them is refused by an import, naming the
+// parameter, and a stored one is a broken record: nothing is computed.
+//
+// argon2 runs its lanes (p) at once, each on its own goroutine, while the
+// gate admits a hash as one slot: p is held to maxArgonThreads, and the
+// work m*t, shared among the lanes, to maxArgonWork, so a hash of several
+// lanes takes no more CPU than one of one lane, only sooner.
 const (
-	maxArgonMemory  = 1 << 20 // KiB, 1 GiB
+	maxArgonMemory  = 64 << 10 // KiB, 64 MiB
+	maxArgonWork    = 4 * maxArgonMemory
 	maxArgonTime    = 16
-	maxArgonThreads = 16
+	maxArgonThreads = 4
 	minArgonSaltLen = 8
 	maxArgonSaltLen = 64
 	minArgonKeyLen  = 16
 	maxArgonKeyLen  = 64
-	maxBcryptCost   = 16
+	maxBcryptCost   = 14
 )
 
 // Password length bounds, in bytes after PRECIS preparation.
@@ -288,7 +296,7 @@ func parseArgonHash(encoded string) (argonHash, error) {
 	if fields[0] != "v="+strconv.Itoa(argon2.Version) {
 		return a, fmt.Errorf("%w: argon2id: unsupported version", errMalformedHash)
 	}
-	p, err := parseArgonParams(fields[1])
+	p, err := parseArgonParams(fields[1], "argon2id")
 	if err != nil {
 		return a, err
 	}
@@ -302,36 +310,43 @@ func parseArgonHash(encoded string) (argonHash, error) {
 	return a, nil
 }
 
-// parseArgonParams reads "m=<KiB>,t=<passes>,p=<lanes>". The lower bounds
-// keep argon2.IDKey from panicking; the upper ones bound the work.
-func parseArgonParams(s string) (argonParams, error) {
+// parseArgonParams reads "m=<KiB>,t=<passes>,p=<lanes>" of algo. The
+// lower bounds keep argon2.IDKey from panicking; the upper ones bound the
+// work, and the error names the parameter beyond them.
+func parseArgonParams(s, algo string) (argonParams, error) {
 	parts := strings.Split(s, ",")
 	if len(parts) != 3 {
-		return argonParams{}, fmt.Errorf("%w: argon2id: want m, t and p", errMalformedHash)
+		return argonParams{}, fmt.Errorf("%w: %s: want m, t and p", errMalformedHash, algo)
 	}
 	m, errM := parseParam(parts[0], "m=", maxArgonMemory)
 	t, errT := parseParam(parts[1], "t=", maxArgonTime)
 	p, errP := parseParam(parts[2], "p=", maxArgonThreads)
-	if err := errors.Join(errM, errT, errP); err != nil {
-		return argonParams{}, err
+	for _, err := range []error{errM, errT, errP} {
+		if err != nil {
+			return argonParams{}, fmt.Errorf("%w: %s: %w", errMalformedHash, algo, err)
+		}
 	}
 	if t < 1 || p < 1 || m < 8*p {
-		return argonParams{}, fmt.Errorf("%w: argon2id: parameters too small", errMalformedHash)
+		return argonParams{}, fmt.Errorf("%w: %s: parameters too small", errMalformedHash, algo)
+	}
+	if uint64(m)*uint64(t) > maxArgonWork {
+		return argonParams{}, fmt.Errorf("%w: %s: m*t = %d KiB passes above %d (64 MiB, 4 passes)", errMalformedHash, algo, uint64(m)*uint64(t), maxArgonWork)
 	}
 	return argonParams{memory: m, time: t, threads: uint8(p)}, nil
 }
 
 // parseParam reads one "<name>=<decimal>" with no sign, no leading zero and
-// a value at most limit.
+// a value at most limit. Its error names the parameter; the caller wraps
+// it in errMalformedHash with the algorithm's name.
 func parseParam(s, prefix string, limit uint32) (uint32, error) {
 	digits, found := strings.CutPrefix(s, prefix)
 	canonical := digits == "0" || digits != "" && digits[0] != '0'
-	v, err := strconv.ParseUint(digits, 10, 32)
-	if !found || !canonical || err != nil {
-		return 0, fmt.Errorf("%w: argon2id: bad parameter %s", errMalformedHash, prefix)
-	}
-	if v > uint64(limit) {
-		return 0, fmt.Errorf("%w: argon2id: parameter %s above %d", errMalformedHash, prefix, limit)
+	v, err := strconv.ParseUint(digits, 10, 64)
+	switch {
+	case found && canonical && (errors.Is(err, strconv.ErrRange) || err == nil && v > uint64(limit)):
+		return 0, fmt.Errorf("parameter %s%s above %d", prefix, digits, limit)
+	case !found || !canonical || err != nil:
+		return 0, fmt.Errorf("bad parameter %s", strings.TrimSuffix(prefix, "="))
 	}
 	return uint32(v), nil
 }
@@ -369,7 +384,7 @@ func checkBcryptHash(s string) error {
 	}
 	cost := int(s[4]-'0')*10 + int(s[5]-'0')
 	if cost < bcrypt.MinCost || cost > maxBcryptCost {
-		return fmt.Errorf("%w: bcrypt: cost outside %d..%d", errMalformedHash, bcrypt.MinCost, maxBcryptCost)
+		return fmt.Errorf("%w: bcrypt: cost %d outside %d..%d", errMalformedHash, cost, bcrypt.MinCost, maxBcryptCost)
 	}
 	for _, c := range s[7:] {
 		if !isBcryptB64(c) {

@@ -267,53 +267,65 @@ func TestVerifyAbsurdParams(t *testing.T) {
 	key := base64.RawStdEncoding.EncodeToString(make([]byte, 32))
 	phc := func(params string) string { return "$argon2id$v=19$" + params + "$" + salt + "$" + key }
 	bc := bcryptHash(t, testPassword)
-	refused := []struct{ name, encoded string }{
-		{"memory above 1 GiB", phc("m=1048577,t=2,p=1")},
-		{"memory overflows uint32", phc("m=4294967296,t=2,p=1")},
-		{"memory huge", phc("m=99999999999999999999,t=2,p=1")},
-		{"passes above 16", phc("m=19456,t=17,p=1")},
-		{"lanes above 16", phc("m=19456,t=2,p=17")},
-		{"lanes overflow uint8", phc("m=19456,t=2,p=257")},
-		{"zero passes", phc("m=19456,t=0,p=1")},
-		{"zero lanes", phc("m=19456,t=2,p=0")},
-		{"zero memory", phc("m=0,t=2,p=1")},
-		{"memory below 8 per lane", phc("m=31,t=2,p=4")},
-		{"bcrypt cost 17", bc[:4] + "17" + bc[6:]},
-		{"bcrypt cost 31", bc[:4] + "31" + bc[6:]},
-		{"bcrypt cost 99", bc[:4] + "99" + bc[6:]},
-		{"bcrypt cost 3", bc[:4] + "03" + bc[6:]},
+	refused := []struct{ name, encoded, named string }{
+		{"memory above 64 MiB", phc("m=65537,t=1,p=1"), "m=65537 above 65536"},
+		{"memory of 1 GiB", phc("m=1048576,t=2,p=1"), "m=1048576"},
+		{"memory overflows uint32", phc("m=4294967296,t=2,p=1"), "m=4294967296"},
+		{"memory huge", phc("m=99999999999999999999,t=2,p=1"), "m=99999999999999999999"},
+		{"passes above 16", phc("m=19456,t=17,p=1"), "t=17"},
+		{"work above 64 MiB times 4 passes", phc("m=65536,t=5,p=1"), "m*t"},
+		{"work of 19 MiB times 16 passes", phc("m=19456,t=16,p=1"), "m*t"},
+		{"lanes above 4", phc("m=19456,t=2,p=5"), "p=5"},
+		{"lanes 16", phc("m=19456,t=2,p=16"), "p=16"},
+		{"lanes overflow uint8", phc("m=19456,t=2,p=257"), "p=257"},
+		{"zero passes", phc("m=19456,t=0,p=1"), "too small"},
+		{"zero lanes", phc("m=19456,t=2,p=0"), "too small"},
+		{"zero memory", phc("m=0,t=2,p=1"), "too small"},
+		{"memory below 8 per lane", phc("m=31,t=2,p=4"), "too small"},
+		{"bcrypt cost 15", bc[:4] + "15" + bc[6:], "cost 15"},
+		{"bcrypt cost 17", bc[:4] + "17" + bc[6:], "cost 17"},
+		{"bcrypt cost 31", bc[:4] + "31" + bc[6:], "cost 31"},
+		{"bcrypt cost 99", bc[:4] + "99" + bc[6:], "cost 99"},
+		{"bcrypt cost 3", bc[:4] + "03" + bc[6:], "cost 3"},
 	}
 	h := noWorkHasher(t)
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
 			ok, _, err := h.verify(context.Background(), tt.encoded, testPassword)
-			if ok || !errors.Is(err, errMalformedHash) {
-				t.Errorf("verify(%q) = %v, %v; want errMalformedHash", tt.encoded, ok, err)
+			if ok || !errors.Is(err, errMalformedHash) || !strings.Contains(err.Error(), tt.named) {
+				t.Errorf("verify(%q) = %v, %v; want errMalformedHash naming %q", tt.encoded, ok, err, tt.named)
 			}
 		})
 	}
 
 	// The bounds themselves are accepted: the limits refuse only what is
 	// beyond them.
-	t.Run("largest accepted", func(t *testing.T) {
-		h, calls := recordingHasher(t, nil)
-		ok, _, err := h.verify(context.Background(), phc("m=1048576,t=16,p=16"), testPassword)
-		if err != nil {
-			t.Fatalf("verify: %v", err)
-		}
-		if !ok { // the stand-in derives zeros, which is the stored key
-			t.Error("verify = false with the stand-in key")
-		}
-		want := argonParams{1 << 20, 16, 16}
-		if c := calls(); len(c) != 1 || c[0].argonParams != want || c[0].keyLen != 32 {
-			t.Errorf("argon2id calls = %+v; want one with %+v", c, want)
-		}
-	})
-	t.Run("bcrypt cost 16 accepted", func(t *testing.T) {
+	for _, largest := range []struct {
+		params string
+		want   argonParams
+	}{
+		{"m=65536,t=4,p=4", argonParams{64 << 10, 4, 4}},
+		{"m=16384,t=16,p=1", argonParams{16 << 10, 16, 1}},
+	} {
+		t.Run("largest accepted "+largest.params, func(t *testing.T) {
+			h, calls := recordingHasher(t, nil)
+			ok, _, err := h.verify(context.Background(), phc(largest.params), testPassword)
+			if err != nil {
+				t.Fatalf("verify: %v", err)
+			}
+			if !ok { // the stand-in derives zeros, which is the stored key
+				t.Error("verify = false with the stand-in key")
+			}
+			if c := calls(); len(c) != 1 || c[0].argonParams != largest.want || c[0].keyLen != 32 {
+				t.Errorf("argon2id calls = %+v; want one with %+v", c, largest.want)
+			}
+		})
+	}
+	t.Run("bcrypt cost 14 accepted", func(t *testing.T) {
 		h := newPasswordHasher(1, 0, nil)
 		var got []byte
 		h.bcryptCompare = func(hash, _ []byte) error { got = hash; return bcrypt.ErrMismatchedHashAndPassword }
-		encoded := bc[:4] + "16" + bc[6:]
+		encoded := bc[:4] + "14" + bc[6:]
 		ok, _, err := h.verify(context.Background(), encoded, testPassword)
 		if ok || err != nil || string(got) != encoded {
 			t.Errorf("verify = %v, %v, compared %q; want false, nil, the hash", ok, err, got)

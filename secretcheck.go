@@ -3,6 +3,9 @@ package nmauth
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -51,7 +54,9 @@ func (a *Authenticator) CheckSecrets(ctx context.Context) error {
 		}
 	}
 	if unsealable == sealed && sealed > 0 {
-		return fmt.Errorf("%w: none of the %d stored TOTP secrets was sealed under a configured root secret", ErrSecretMismatch, sealed)
+		return fmt.Errorf("%w: none of the %d stored TOTP secrets was sealed under a configured root secret; "+
+			"they are sealed under key id %s, and the configured root secrets have key id %s: restore the root secret of key id %s",
+			ErrSecretMismatch, sealed, keyIDList(unknown), a.ring.keyIDs(), keyIDList(unknown))
 	}
 	for id, n := range unknown {
 		return fmt.Errorf("%w: %d of %d stored TOTP secrets are sealed under key id %s, which is not configured; "+
@@ -114,11 +119,33 @@ func (a *Authenticator) checkKeyValues(ctx context.Context, ks KeyCheckStore) er
 		return fmt.Errorf("%w: key checks: %w", ErrStoreUnavailable, err)
 	}
 	if has && len(checks) > 0 && !a.ring.matchesAny(checks) {
-		return fmt.Errorf("%w: it holds accounts and check values of %d root secrets, none of them configured", ErrSecretMismatch, len(checks))
+		return fmt.Errorf("%w: it holds accounts written under a root secret of key id %s, and the configured root secrets "+
+			"have key id %s: restore the root secret of key id %s", ErrSecretMismatch, keyIDList(checks), a.ring.keyIDs(), keyIDList(checks))
 	}
 	signer := a.ring.signer()
 	if err := ks.AddKeyCheck(ctx, signer.id, signer.check); err != nil {
 		return fmt.Errorf("%w: key checks: %w", ErrStoreUnavailable, err)
 	}
 	return nil
+}
+
+// keyIDList writes the key ids of byID, sorted, as "a", "a or b", or
+// "a, b or c": the root secrets an operator may restore, any one of which
+// opens the store.
+func keyIDList[V any](byID map[string]V) string {
+	ids := slices.Sorted(maps.Keys(byID))
+	if len(ids) < 2 {
+		return strings.Join(ids, "")
+	}
+	return strings.Join(ids[:len(ids)-1], ", ") + " or " + ids[len(ids)-1]
+}
+
+// keyIDs lists the key ids of the configured root secrets, the first
+// first.
+func (r *keyRing) keyIDs() string {
+	ids := make([]string, len(r.keys))
+	for i, k := range r.keys {
+		ids[i] = k.id
+	}
+	return strings.Join(ids, ", ")
 }

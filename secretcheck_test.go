@@ -31,8 +31,13 @@ func TestCheckSecrets(t *testing.T) {
 	if err := old.Admin().CreateUser(ctx, "alice", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
-	if err := newAuth(testSecret(2)).CheckSecrets(ctx); !errors.Is(err, nmauth.ErrSecretMismatch) {
-		t.Errorf("another secret: %v, want ErrSecretMismatch", err)
+	// The error names the key id of the secret to restore, and that of
+	// the one configured, as a token's kid names them.
+	oldKID, newKID := newForger(t, testSecret(1)).kid, newForger(t, testSecret(2)).kid
+	err := newAuth(testSecret(2)).CheckSecrets(ctx)
+	if !errors.Is(err, nmauth.ErrSecretMismatch) || !strings.Contains(err.Error(), "restore the root secret of key id "+oldKID) ||
+		!strings.Contains(err.Error(), "configured root secrets have key id "+newKID) {
+		t.Errorf("another secret: %v, want ErrSecretMismatch naming key id %s to restore, and %s configured", err, oldKID, newKID)
 	}
 	if err := newAuth(testSecret(2), testSecret(1)).CheckSecrets(ctx); err != nil {
 		t.Errorf("new,old: %v", err)
@@ -48,7 +53,7 @@ func TestCheckSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = newAuth(testSecret(2)).CheckSecrets(ctx)
-	if !errors.Is(err, nmauth.ErrSecretMismatch) || !strings.Contains(err.Error(), "TOTP") {
-		t.Errorf("TOTP secrets under a dropped secret: %v, want ErrSecretMismatch naming them", err)
+	if !errors.Is(err, nmauth.ErrSecretMismatch) || !strings.Contains(err.Error(), "TOTP") || !strings.Contains(err.Error(), oldKID) {
+		t.Errorf("TOTP secrets under a dropped secret: %v, want ErrSecretMismatch naming them and key id %s", err, oldKID)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/nmauth/nmauth"
@@ -79,6 +80,31 @@ func (im *importer) done(kind string, r nmauth.ImportResult) {
 	if r.Weak != "" {
 		im.report.lines = append(im.report.lines, fmt.Sprintf("weak hash: %s %q: %s; replaced at its next login", kind, r.Name, r.Weak))
 	}
+}
+
+// withoutConflicts skips every record of one import that would share an
+// account with another (see nmauth.ImportConflicts), each named with the
+// others of its group, and reports which records are free to import.
+// names and wheres are the records' names and where each was found.
+func (im *importer) withoutConflicts(kind nmauth.PrincipalKind, names, wheres []string) (free []bool) {
+	free = make([]bool, len(names))
+	for i := range free {
+		free[i] = true
+	}
+	for _, group := range im.b.auth.Admin().ImportConflicts(kind, names) {
+		for _, i := range group {
+			free[i] = false
+			var others []string
+			for _, j := range group {
+				if j != i {
+					others = append(others, wheres[j])
+				}
+			}
+			im.skip(string(kind), wheres[i], fmt.Sprintf("conflict: it and %s would be one %s in nmauth, so none of them is imported",
+				strings.Join(others, " and "), kind))
+		}
+	}
+	return free
 }
 
 // user imports one user, or plans it.
@@ -155,7 +181,11 @@ func (im *importer) write(w io.Writer, kinds ...string) error {
 	for _, l := range im.report.lines {
 		fmt.Fprintln(w, l)
 	}
-	if skipped > 0 {
+	switch {
+	case skipped > 0 && im.dryRun:
+		return fmt.Errorf("%d records would be skipped, each named above; nothing was written, and a run without --dry-run "+
+			"would import the others", skipped)
+	case skipped > 0:
 		return fmt.Errorf("%d records skipped, each named above; the others are imported, and a run again changes only what is missing", skipped)
 	}
 	return nil
@@ -228,8 +258,12 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 }
 
 // decodeLine decodes one JSON object, refusing unknown keys (a misspelt
-// field would otherwise drop a credential) and anything after it.
+// field would otherwise drop a credential), a key given twice, and
+// anything after it.
 func decodeLine(line []byte, v any) error {
+	if key := repeatedKey(line); key != "" {
+		return fmt.Errorf("the key %s is given more than once; only one of its values would be taken", key)
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -241,9 +275,55 @@ func decodeLine(line []byte, v any) error {
 	return nil
 }
 
-// userImport adds the users on stdin, one JSON object a line.
+// repeatedKey returns the first key of the JSON object line that repeats
+// an earlier one, quoted, "" for none (or for a line that is no object,
+// which the decoder refuses). encoding/json would keep the last value of
+// a repeated key, and match keys to fields whatever their case, so that
+// "name" and "Name" set one field: a line that names a field twice is
+// refused rather than read one way here and another by whoever checked
+// it.
+func repeatedKey(line []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, isKey := tok.(string)
+		if err != nil || !isKey {
+			return ""
+		}
+		// Upper, then lower case, folds as encoding/json's match does
+		// ("ſ" is "s", the Kelvin sign "k").
+		fold := strings.ToLower(strings.ToUpper(key))
+		if seen[fold] {
+			return quoteKey(key)
+		}
+		seen[fold] = true
+		var value json.RawMessage
+		if dec.Decode(&value) != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+// quoteKey quotes a key for the report, cut to 64 bytes.
+func quoteKey(key string) string {
+	if len(key) > 64 {
+		return strconv.Quote(strings.ToValidUTF8(key[:64], "")) + "…"
+	}
+	return strconv.Quote(key)
+}
+
+// userImport adds the users on stdin, one JSON object a line. The lines
+// are read first, so that users whose names would be one account are
+// found and none of them is imported.
 func userImport(ctx context.Context, c *cli, o *options, _ []string) error {
 	return c.withImporter(ctx, o, func(im *importer) error {
+		var users []nmauth.ImportedUser
+		var names, wheres []string
 		err := eachLine(c.stdin, func(n int, line []byte) {
 			where := fmt.Sprintf("on line %d", n)
 			var u importUserLine
@@ -251,12 +331,18 @@ func userImport(ctx context.Context, c *cli, o *options, _ []string) error {
 				im.skip("user", where, err.Error())
 				return
 			}
-			im.user(ctx, fmt.Sprintf("%q %s", u.Name, where), nmauth.ImportedUser{
+			users = append(users, nmauth.ImportedUser{
 				Name: u.Name, PasswordHash: u.PasswordHash, Password: u.Password, TOTPSecret: u.TOTPSecret, Disabled: u.Disabled,
 			})
+			names, wheres = append(names, u.Name), append(wheres, fmt.Sprintf("%q %s", u.Name, where))
 		}, func(n int, reason string) { im.skip("user", fmt.Sprintf("on line %d", n), reason) })
 		if err != nil {
 			return err
+		}
+		for i, free := range im.withoutConflicts(nmauth.KindUser, names, wheres) {
+			if free {
+				im.user(ctx, wheres[i], users[i])
+			}
 		}
 		return im.write(c.stdout, "user")
 	})
@@ -266,9 +352,12 @@ func userImport(ctx context.Context, c *cli, o *options, _ []string) error {
 // before "ID PASSWORD [MAC]". A password that a program drew at random,
 // as netclient's are, is kept as a keyed digest and costs microseconds;
 // any other costs an argon2id hash. A line that cannot be read is skipped
-// and reported by its number, never its password.
+// and reported by its number, never its password; hosts whose ids differ
+// only in case are none of them imported.
 func hostImport(ctx context.Context, c *cli, o *options, _ []string) error {
 	return c.withImporter(ctx, o, func(im *importer) error {
+		var hosts []nmauth.ImportedHost
+		var ids, wheres []string
 		err := eachLine(c.stdin, func(n int, line []byte) {
 			where := fmt.Sprintf("on line %d", n)
 			h, err := parseHostLine(line)
@@ -276,10 +365,16 @@ func hostImport(ctx context.Context, c *cli, o *options, _ []string) error {
 				im.skip("host", where, err.Error())
 				return
 			}
-			im.host(ctx, fmt.Sprintf("%q %s", h.ID, where), h)
+			hosts = append(hosts, h)
+			ids, wheres = append(ids, h.ID), append(wheres, fmt.Sprintf("%q %s", h.ID, where))
 		}, func(n int, reason string) { im.skip("host", fmt.Sprintf("on line %d", n), reason) })
 		if err != nil {
 			return err
+		}
+		for i, free := range im.withoutConflicts(nmauth.KindHost, ids, wheres) {
+			if free {
+				im.host(ctx, wheres[i], hosts[i])
+			}
 		}
 		return im.write(c.stdout, "host")
 	})

@@ -169,7 +169,9 @@ func importNetmakerHosts(ctx context.Context, src *netmakerSource, im *importer)
 	if err != nil {
 		return err
 	}
-	return src.each(ctx, "hosts", func(key, value string) error {
+	var hosts []nmauth.ImportedHost
+	var ids, wheres []string
+	err = src.each(ctx, "hosts", func(key, value string) error {
 		var h netmakerHost
 		where := fmt.Sprintf("%q", key)
 		switch {
@@ -184,74 +186,168 @@ func importNetmakerHosts(ctx context.Context, src *netmakerSource, im *importer)
 			if len(h.MacAddress) > 0 {
 				mac = net.HardwareAddr(h.MacAddress).String()
 			}
-			id := strings.ToLower(h.ID)
-			im.host(ctx, where, nmauth.ImportedHost{ID: id, MACAddress: mac, PasswordHash: h.HostPass, Networks: networks[id]})
+			hosts = append(hosts, nmauth.ImportedHost{ID: h.ID, MACAddress: mac, PasswordHash: h.HostPass})
+			ids, wheres = append(ids, h.ID), append(wheres, where)
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// Hosts whose ids differ only in case would be one host, with the
+	// networks of both: neither is imported.
+	for i, free := range im.withoutConflicts(nmauth.KindHost, ids, wheres) {
+		if free {
+			h := hosts[i]
+			h.ID = strings.ToLower(h.ID)
+			h.Networks = networks[h.ID]
+			im.host(ctx, wheres[i], h)
+		}
+	}
+	return nil
 }
 
 // importNetmakerUsers imports the users: with their password hash, TOTP
 // secret and disabled state, or, signed in through single sign-on, with
-// no password and linked to their identity at the provider.
+// no password and linked to their identity at the provider. Users whose
+// names would be one account are none of them imported.
 func importNetmakerUsers(ctx context.Context, src *netmakerSource, im *importer, issuer string) error {
 	if issuer == "" {
 		issuer = netmakerIssuer(ctx, src)
 	}
-	var links *sso.SQLStore
-	return src.each(ctx, "users", func(key, value string) error {
+	var users []netmakerUser
+	var names, wheres []string
+	err := src.each(ctx, "users", func(key, value string) error {
 		var u netmakerUser
-		where := fmt.Sprintf("%q", key)
 		if json.Unmarshal([]byte(value), &u) != nil {
-			im.skip("user", where, "its value is not Netmaker's JSON of a user")
+			im.skip("user", fmt.Sprintf("%q", key), "its value is not Netmaker's JSON of a user")
 			return nil
 		}
-		in := nmauth.ImportedUser{Name: u.UserName, Disabled: u.AccountDisabled}
-		if u.IsMFAEnabled {
-			in.TOTPSecret = u.TOTPSecret
-		}
-		external := u.ExternalID != "" || u.AuthType == "oauth"
-		switch {
-		case u.IsMFAEnabled && u.TOTPSecret == "":
-			// Imported without it, the user would lose a factor.
-			im.skip("user", where, "TOTP is on, but its secret is missing")
-			return nil
-		case external && (u.ExternalID == "" || issuer == ""):
-			im.skip("user", where, "signed in through single sign-on, but its provider is unknown: give --sso-issuer")
-			return nil
-		case !external:
-			in.PasswordHash = u.Password
-		}
-		r, ok := im.user(ctx, where, in)
-		if !ok || !external {
-			return nil
-		}
-		if links == nil && !im.dryRun {
-			var err error
-			if links, err = sso.NewSQLStore(ctx, im.b.db.db, im.b.db.dialect); err != nil {
-				return err
-			}
-		}
-		return linkSSO(ctx, im, links, issuer, u.ExternalID, r.Name)
+		users = append(users, u)
+		names, wheres = append(names, u.UserName), append(wheres, fmt.Sprintf("%q", key))
+		return nil
 	})
-}
-
-// linkSSO links an imported user to its identity, unless it is already.
-func linkSSO(ctx context.Context, im *importer, links *sso.SQLStore, issuer, subject, name string) error {
-	if links != nil {
-		linked, err := links.Link(ctx, issuer, subject)
-		if err == nil && linked == name {
-			return nil
+	if err != nil {
+		return err
+	}
+	ssoLinks := &netmakerLinks{issuer: issuer}
+	for i, free := range im.withoutConflicts(nmauth.KindUser, names, wheres) {
+		if !free {
+			continue
 		}
-		if err != nil && !errors.Is(err, nmauth.ErrNotFound) {
-			return err
-		}
-		if err := links.AddLink(ctx, issuer, subject, name); err != nil {
+		if err := importNetmakerUser(ctx, im, ssoLinks, wheres[i], users[i]); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// importNetmakerUser imports one user of Netmaker's.
+func importNetmakerUser(ctx context.Context, im *importer, links *netmakerLinks, where string, u netmakerUser) error {
+	in := nmauth.ImportedUser{Name: u.UserName, Disabled: u.AccountDisabled}
+	if u.IsMFAEnabled {
+		in.TOTPSecret = u.TOTPSecret
+	}
+	external := u.ExternalID != "" || u.AuthType == "oauth"
+	switch {
+	case u.IsMFAEnabled && u.TOTPSecret == "":
+		// Imported without it, the user would lose a factor.
+		im.skip("user", where, "TOTP is on, but its secret is missing")
+		return nil
+	case external && (u.ExternalID == "" || links.issuer == ""):
+		im.skip("user", where, "signed in through single sign-on, but its provider is unknown: give --sso-issuer")
+		return nil
+	case !external:
+		in.PasswordHash = u.Password
+		im.user(ctx, where, in)
+		return nil
+	}
+	// An identity already linked to another account stays with it: the
+	// user is not made, so that it cannot be left without its link.
+	linked, err := links.linked(ctx, im, u.ExternalID)
+	if err != nil {
+		return err
+	}
+	if name, perr := nmauth.PrepareUsername(u.UserName); perr == nil && linked != "" && linked != name {
+		im.skip("user", where, fmt.Sprintf("its identity at the provider is already linked to the user %q", linked))
+		return nil
+	}
+	r, ok := im.user(ctx, where, in)
+	switch {
+	case !ok || linked == r.Name:
+		return nil
+	case r.Added:
+		return links.add(ctx, im, u.ExternalID, r.Name)
+	}
+	// The account was there before: made by someone else, or by another
+	// record. Linking the identity to it would log a stranger in.
+	im.skip("single sign-on link", where, fmt.Sprintf("the user %q was already there, not made from this record, so its identity "+
+		"at the provider is not linked to it; if it is the same person, link it with nmauthd user sso-link", r.Name))
+	return nil
+}
+
+// netmakerLinks links the identities of imported users at one provider.
+type netmakerLinks struct {
+	issuer string
+	store  *sso.SQLStore // opened at the first link a run writes
+	// made are the links of this run, by subject, so that a dry run,
+	// which writes none, sees them as the run would.
+	made map[string]string
+}
+
+// linked is the user subject is linked to, "" for none. A dry run reads
+// it without making the table of links; a store without it has none.
+func (l *netmakerLinks) linked(ctx context.Context, im *importer, subject string) (string, error) {
+	if name, ok := l.made[subject]; ok {
+		return name, nil
+	}
+	if im.b.db == nil {
+		return "", nil
+	}
+	if im.dryRun {
+		var name string
+		err := im.b.db.db.QueryRowContext(ctx, im.b.db.dialect.Rebind(
+			`SELECT username FROM nmauth_sso_links WHERE issuer = ? AND subject = ?`), l.issuer, subject).Scan(&name)
+		if err != nil {
+			return "", nil
+		}
+		return name, nil
+	}
+	if err := l.open(ctx, im); err != nil {
+		return "", err
+	}
+	name, err := l.store.Link(ctx, l.issuer, subject)
+	if errors.Is(err, nmauth.ErrNotFound) {
+		return "", nil
+	}
+	return name, err
+}
+
+// add links subject to the user name, made from its record by this run.
+func (l *netmakerLinks) add(ctx context.Context, im *importer, subject, name string) error {
+	if !im.dryRun {
+		if err := l.open(ctx, im); err != nil {
+			return err
+		}
+		if err := l.store.AddLink(ctx, l.issuer, subject, name); err != nil {
+			return err
+		}
+	}
+	if l.made == nil {
+		l.made = map[string]string{}
+	}
+	l.made[subject] = name
 	im.report.links++
 	return nil
+}
+
+func (l *netmakerLinks) open(ctx context.Context, im *importer) error {
+	if l.store != nil {
+		return nil
+	}
+	var err error
+	l.store, err = sso.NewSQLStore(ctx, im.b.db.db, im.b.db.dialect)
+	return err
 }
 
 // netmakerIssuer is the OpenID issuer of Netmaker's own settings: the
