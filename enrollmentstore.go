@@ -159,11 +159,11 @@ func (e *guardedEnroll) CreateEnrollmentKey(ctx context.Context, k EnrollmentKey
 }
 
 func (e *guardedEnroll) GetEnrollmentKey(ctx context.Context, id string) (EnrollmentKey, error) {
-	return guardedResult(e.g, ctx, "get enrollment key", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.GetEnrollmentKey(ctx, id) })
+	return guardedResult(e.g, ctx, "get enrollment key", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.GetEnrollmentKey(ctx, id) }, contractError)
 }
 
 func (e *guardedEnroll) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, error) {
-	return guardedResult(e.g, ctx, "list enrollment keys", e.inner.ListEnrollmentKeys)
+	return guardedResult(e.g, ctx, "list enrollment keys", e.inner.ListEnrollmentKeys, contractError)
 }
 
 func (e *guardedEnroll) RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error {
@@ -175,13 +175,14 @@ func (e *guardedEnroll) DeleteEnrollmentKey(ctx context.Context, id string) erro
 }
 
 func (e *guardedEnroll) JoinHost(ctx context.Context, keyID, digest string, h Host, now time.Time) (EnrollmentKey, error) {
-	return guardedResult(e.g, ctx, "join host", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.JoinHost(ctx, keyID, digest, h, now) })
+	return guardedResult(e.g, ctx, "join host", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.JoinHost(ctx, keyID, digest, h, now) }, contractError)
 }
 
-// guardedResult runs op under g as a call of what, and returns its value
+// guardedResult runs op under g as a call of what, whose errors keep
+// tells from faults, and returns its value
 // only when it answered in time: a call past its deadline may still be
 // running, and its value is never read.
-func guardedResult[T any](g *guardedStore, ctx context.Context, what string, op func(context.Context) (T, error)) (T, error) {
+func guardedResult[T any](g *guardedStore, ctx context.Context, what string, op func(context.Context) (T, error), keep func(error) bool) (T, error) {
 	var got atomic.Pointer[T]
 	err := g.call(ctx, what, func(ctx context.Context) error {
 		v, err := op(ctx)
@@ -189,7 +190,7 @@ func guardedResult[T any](g *guardedStore, ctx context.Context, what string, op 
 			got.Store(&v)
 		}
 		return err
-	}, contractError)
+	}, keep)
 	var zero T
 	if p := got.Load(); err == nil && p != nil {
 		return *p, nil
