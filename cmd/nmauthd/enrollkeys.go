@@ -92,21 +92,29 @@ func enrollKeyDelete(ctx context.Context, c *cli, o *options, args []string) err
 	})
 }
 
-// serverConfigHook reads --netmaker-server-config, a JSON object, and
-// returns the HostJoined hook that answers it to every join; nil for no
-// file.
-func serverConfigHook(path string) (func(context.Context, string, nmauth.EnrollmentKey, []byte) (any, error), error) {
-	if path == "" {
-		return nil, nil
+// joinHook returns the HostJoined hook of serve: it makes the joined host
+// a member of the key's networks in nmauthd's table of memberships, for
+// node login, and answers the JSON object of --netmaker-server-config
+// (empty without one) as the join's server config.
+func joinHook(path string, db *database) (func(context.Context, string, nmauth.EnrollmentKey, []byte) (any, error), error) {
+	cfg := json.RawMessage("{}")
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--netmaker-server-config: %w", err)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
+			return nil, errors.New("--netmaker-server-config: " + path + " is not a JSON object")
+		}
+		cfg = b
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--netmaker-server-config: %w", err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil || cfg == nil {
-		return nil, errors.New("--netmaker-server-config: " + path + " is not a JSON object")
-	}
-	raw := json.RawMessage(b)
-	return func(context.Context, string, nmauth.EnrollmentKey, []byte) (any, error) { return raw, nil }, nil
+	return func(ctx context.Context, hostID string, k nmauth.EnrollmentKey, _ []byte) (any, error) {
+		for _, network := range k.Networks {
+			if _, err := db.addMembership(ctx, network, hostID); err != nil {
+				return nil, err
+			}
+		}
+		return cfg, nil
+	}, nil
 }

@@ -324,7 +324,7 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 	if err != nil {
 		return nil, fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
 	}
-	joined, err := serverConfigHook(o.netmakerServerConfig)
+	joined, err := joinHook(o.netmakerServerConfig, db)
 	if err != nil {
 		return nil, err
 	}
