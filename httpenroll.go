@@ -8,6 +8,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -404,8 +406,11 @@ func parseJoinBody(body []byte, passField string, macBase64 bool) (joiningBody, 
 		}
 		h.mac = net.HardwareAddr(b).String()
 	}
-	for _, f := range secretHostFields {
-		delete(fields, f)
+	for k := range fields {
+		// In any case: encoding/json matches a key to a field so.
+		if slices.ContainsFunc(secretHostFields, func(f string) bool { return strings.EqualFold(f, k) }) {
+			delete(fields, k)
+		}
 	}
 	h.public, _ = json.Marshal(fields)
 	return h, nil
