@@ -19,13 +19,14 @@ import (
 // joinID is the host id of the i-th joining host.
 func joinID(i int) string { return fmt.Sprintf("join-host-%03d", i) }
 
-// TestEnrollmentKeyUsesUnderConcurrency: a key of uses joins, sent at once
-// half to one replica and half to the other, admits exactly uses hosts on
-// the memory store, SQLite and PostgreSQL; each admitted host logs in on
-// the other replica with the secret it chose, every other join is refused
-// as an invalid key and leaves no host, and the key lists its uses spent.
+// TestEnrollmentKeyUsesUnderConcurrency: joins sent at once, half to one
+// replica and half to the other, under a key of uses, admit exactly uses
+// hosts on the memory store, SQLite and PostgreSQL; each admitted host
+// logs in on the other replica with the secret it chose, every other join
+// is refused as an invalid key and leaves no host, and the key lists its
+// uses spent.
 func TestEnrollmentKeyUsesUnderConcurrency(t *testing.T) {
-	const uses, joins = 5, 40
+	const uses, joins = 5, 24
 	twoReplicas(t, func(t *testing.T, a, b *nmauth.Authenticator, _ nmauth.Store, _ *replicaClock) {
 		ctx := context.Background()
 		k, key, err := a.Admin().CreateEnrollmentKey(ctx, nmauth.EnrollmentKey{Name: "fleet", Uses: uses, Networks: []string{"net-1"}})
@@ -48,25 +49,34 @@ func TestEnrollmentKeyUsesUnderConcurrency(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
-		joined := 0
+		// A join past the Store's deadline, which a loaded machine can
+		// bring, answers 503 and may or may not have joined: the hosts that
+		// log in are counted, whatever their join answered.
+		granted, joined := 0, 0
 		for i, err := range errs {
 			other := []*nmauth.Authenticator{b, a}[i%2]
+			_, lerr := other.LoginHost(fromAddr(i), joinID(i), "", secrets[i])
+			if lerr == nil {
+				joined++
+			}
 			switch {
 			case err == nil:
-				joined++
-				if _, err := other.LoginHost(fromAddr(i), joinID(i), "", secrets[i]); err != nil {
-					t.Errorf("host %d joined but cannot log in: %v", i, err)
+				granted++
+				if lerr != nil {
+					t.Errorf("host %d joined but cannot log in: %v", i, lerr)
 				}
 			case errors.Is(err, nmauth.ErrInvalidEnrollmentKey):
-				if _, err := other.LoginHost(fromAddr(i), joinID(i), "", secrets[i]); !errors.Is(err, nmauth.ErrUnknownHost) {
-					t.Errorf("host %d was refused but its login = %v, want ErrUnknownHost", i, err)
+				if !errors.Is(lerr, nmauth.ErrUnknownHost) {
+					t.Errorf("host %d was refused but its login = %v, want ErrUnknownHost", i, lerr)
 				}
+			case errors.Is(err, nmauth.ErrStoreUnavailable):
+				t.Logf("join %d: %v", i, err)
 			default:
 				t.Errorf("join %d: %v", i, err)
 			}
 		}
-		if joined != uses {
-			t.Fatalf("%d hosts joined with a key of %d uses", joined, uses)
+		if joined != uses || granted > uses || granted == 0 {
+			t.Fatalf("%d hosts joined (%d joins granted) with a key of %d uses", joined, granted, uses)
 		}
 		list, err := b.Admin().EnrollmentKeys(ctx)
 		if err != nil || len(list) != 1 || list[0].ID != k.ID || list[0].Used != uses {
