@@ -258,11 +258,12 @@ func (a *Authenticator) JoinHost(ctx context.Context, key, id, mac, password str
 	if err != nil {
 		return EnrollmentKey{}, err
 	}
-	h, pw, err := a.joiningHost(id, mac, password)
+	// The key first: a made-up one costs its keyed hash and nothing more.
+	keyID, digest, err := a.checkEnrollKey(key)
 	if err != nil {
 		return EnrollmentKey{}, err
 	}
-	keyID, digest, err := a.checkEnrollKey(key)
+	h, pw, err := a.joiningHost(id, mac, password)
 	if err != nil {
 		return EnrollmentKey{}, err
 	}
