@@ -42,6 +42,9 @@ const (
 	// earned a pre-auth token, not a login: the second factor is still to
 	// come, and its own event says how it went.
 	EventLoginSecondFactorRequired EventType = "login.second_factor_required"
+	// EventHostJoined is a host that joined with an enrollment key
+	// ([Authenticator.JoinHost]); TokenID is the key's id.
+	EventHostJoined EventType = "host.joined"
 )
 
 // The events of administrative changes to an account. Each names the
@@ -62,6 +65,11 @@ const (
 	EventHostEnabled     EventType = "host.enabled"
 	EventHostDeleted     EventType = "host.deleted"
 	EventHostPasswordSet EventType = "host.password_set"
+	// EventEnrollmentKeyCreated, EventEnrollmentKeyRevoked and
+	// EventEnrollmentKeyDeleted name the key by its id in TokenID.
+	EventEnrollmentKeyCreated EventType = "enrollment_key.created"
+	EventEnrollmentKeyRevoked EventType = "enrollment_key.revoked"
+	EventEnrollmentKeyDeleted EventType = "enrollment_key.deleted"
 )
 
 // Event is one audit record. It never holds a secret.
@@ -84,7 +92,8 @@ type Event struct {
 	Actor     string
 	// TokenID is the id of the access token made or revoked, for
 	// [EventAccessTokenCreated] and [EventAccessTokenRevoked] of one
-	// token.
+	// token, and of the enrollment key of an enrollment-key event and of
+	// [EventHostJoined].
 	TokenID string
 	// Remaining is the number of recovery codes left, for
 	// EventRecoveryCodeUsed and EventTOTPEnabled.

@@ -186,6 +186,23 @@ type Config struct {
 	// fast. Nil accepts every such token until it expires.
 	NodeTokenValid func(ctx context.Context, p Principal) (bool, error)
 
+	// HostJoined, when set, is called by the handler's join routes once a
+	// host has joined with an enrollment key ([Authenticator.JoinHost]),
+	// with the host's id, the key (whose Networks the host joins: the
+	// application adds it to them) and the host's JSON as it was sent,
+	// without its secrets. It returns the server configuration of the
+	// answer: "server_config" of Netmaker's register route. The host has
+	// joined whatever it returns; an error answers 500 and is logged. Nil
+	// answers an empty object.
+	HostJoined func(ctx context.Context, hostID string, key EnrollmentKey, host []byte) (serverConfig any, err error)
+
+	// IsAdmin, when set, reports whether a user is an administrator, who
+	// may create, list, revoke and delete enrollment keys over the
+	// handler's routes (with a user token, or one of its access tokens
+	// that may write; a read-only one only lists). Nil leaves them to the
+	// master key alone.
+	IsAdmin func(ctx context.Context, userName string) (bool, error)
+
 	// Extensions are the optional packages (single sign-on, passkeys, a
 	// factor of the application's own) that may log users in after a
 	// proof of their own, trade pre-auth tokens and write audit events:

@@ -94,6 +94,13 @@ var (
 	// ErrTooManyAccessTokens is returned when a user already has
 	// [Config.MaxAccessTokens] tokens; 409 over HTTP.
 	ErrTooManyAccessTokens = errors.New("nmauth: too many access tokens for this user")
+	// ErrEnrollmentKeysOff is returned when the Store keeps no
+	// enrollment keys (see [EnrollmentKeyStore]); 501 over HTTP.
+	ErrEnrollmentKeysOff = errors.New("nmauth: this store keeps no enrollment keys")
+	// ErrInvalidEnrollmentKey is returned by [Authenticator.JoinHost] for
+	// a key that is malformed, unknown, wrong, revoked, expired or used
+	// up, alike; 400 over HTTP, as Netmaker's server answers it.
+	ErrInvalidEnrollmentKey = errors.New("nmauth: invalid enrollment key")
 )
 
 // RetryError is returned when a request may be tried again after a wait.

@@ -80,6 +80,14 @@ type totpRequest struct {
 //	DELETE /api/v1/users/access_token?id=ID         (bearer; or ?username=U for all)
 //	POST /api/v1/users/logout                       (bearer)
 //
+// and, where the Store keeps enrollment keys (see [EnrollmentKeyStore]),
+// the join and enrollment-key routes of the profile (see
+// docs/embedding.md): Netmaker's POST /api/v1/host/register/{token} and
+// /api/v1/enrollment-keys, or the spec profile's POST /api/hosts/join and
+// /api/enrollment-keys. The join route is open, behind [Authenticator.Limit];
+// the key routes need the master key or an administrator
+// ([Config.IsAdmin]).
+//
 // The access-token routes are served when the Store keeps access tokens
 // (see [AccessTokenStore]); see [Authenticator.CreateAccessToken] and
 // [Authenticator.Logout] for who may do what.
@@ -102,6 +110,9 @@ func (a *Authenticator) Handler() http.Handler {
 		routes = append(routes, a.accessTokenRoutes()...)
 	} else {
 		routes = append(routes, a.logoutRoute())
+	}
+	if _, ok := a.guard.Store.(EnrollmentKeyStore); ok {
+		routes = append(routes, a.enrollmentRoutes()...)
 	}
 	mux := http.NewServeMux()
 	// Every answer is the envelope, also for a wrong method or path.
@@ -712,6 +723,12 @@ func errorStatus(err error) (int, string) {
 		return http.StatusBadRequest, "invalid network"
 	case errors.Is(err, errNoAccessToken):
 		return http.StatusNotFound, "access token not found"
+	case errors.Is(err, errNoEnrollmentKey):
+		return http.StatusNotFound, "enrollment key not found"
+	case errors.Is(err, ErrInvalidEnrollmentKey):
+		return http.StatusBadRequest, "invalid enrollment key"
+	case errors.Is(err, ErrEnrollmentKeysOff):
+		return http.StatusNotImplemented, "enrollment keys are not kept by this server's store"
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound, "user not found"
 	case errors.As(err, &badRequest):

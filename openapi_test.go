@@ -196,6 +196,13 @@ func TestOpenAPIDescribesTheHandler(t *testing.T) {
 			want = append(want, "/api/nodes/adm/{network}/authenticate")
 		}
 		want = append(want, "/api/v1/users/access_token", "/api/v1/users/logout")
+		if wire == nmauth.WireNetmaker {
+			want = append(want, "/api/v1/host/register/{token}", "/api/v1/enrollment-keys",
+				"/api/v1/enrollment-keys/{id}", "/api/v1/enrollment-keys/{id}/revoke")
+		} else {
+			want = append(want, "/api/hosts/join", "/api/enrollment-keys",
+				"/api/enrollment-keys/{id}", "/api/enrollment-keys/{id}/revoke")
+		}
 		var handler []string
 		for _, p := range paths {
 			if !strings.Contains(p, "/passkey") {

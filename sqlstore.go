@@ -660,6 +660,8 @@ var sqlMigrations = []func(Dialect) []string{
 	misses BIGINT NOT NULL
 )`}
 	},
+	// Version 6: enrollment keys (see sqlenroll.go).
+	sqlEnrollMigration,
 }
 
 // The column lists put the key first; userArgs, hostArgs, scanUser and

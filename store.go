@@ -193,6 +193,7 @@ type MemoryStore struct {
 	hosts  map[string]Host
 	checks map[string]string
 	access map[string]AccessToken
+	enroll map[string]EnrollmentKey
 	// userKeys and hostKeys are the keys in byte order, for paging; they
 	// are sorted again only by the first page read after a create or a
 	// delete, so that walking a large store sorts it once.

@@ -61,6 +61,8 @@ func Run(t *testing.T, newStore func(t *testing.T) nmauth.Store) {
 		{"AccessTokens", testAccessTokens},
 		{"ConcurrentAccessTokens", testConcurrentAccessTokens},
 		{"DeadAccessTokens", testDeadAccessTokens},
+		{"EnrollmentKeys", testEnrollmentKeys},
+		{"ConcurrentJoins", testConcurrentJoins},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })

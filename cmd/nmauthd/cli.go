@@ -70,6 +70,15 @@ type options struct {
 	expires  string
 	readOnly bool
 
+	// An enrollment key's limits and labels, the server its Netmaker
+	// token names, and the server config of a join's answer (see
+	// enrollkeys.go).
+	uses                 int
+	unlimited            bool
+	tags                 stringList
+	server               string
+	netmakerServerConfig string
+
 	// repair makes check repair what it finds (see check.go).
 	repair bool
 
@@ -100,8 +109,8 @@ type command struct {
 
 var commands = []command{
 	{name: "serve", flags: []string{"addr", "access-log", "dev", "demo-page", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
-		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client"}, run: serve,
-		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*)"},
+		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client", "netmaker-server-config"}, run: serve,
+		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*, --netmaker-server-config)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -134,6 +143,14 @@ var commands = []command{
 		help: "list the user's access tokens: id, name, scope, expiry, last use; never their secrets"},
 	{name: "token delete", args: []string{"ID"}, run: tokenDelete,
 		help: "revoke an access token"},
+	{name: "enrollment-key create", args: []string{"NAME"}, flags: []string{"uses", "unlimited", "expires", "network", "tag", "server"}, run: enrollKeyCreate,
+		help: "make an enrollment key and print it once (--uses N or --unlimited, --expires RFC3339|720h|90d, --network, --tag; --server HOST also prints the token netclient join -t takes)"},
+	{name: "enrollment-key list", run: enrollKeyList,
+		help: "list enrollment keys: id, name, networks, uses, expiry, revocation; never their secrets"},
+	{name: "enrollment-key revoke", args: []string{"ID"}, run: enrollKeyRevoke,
+		help: "stop an enrollment key admitting joins; it stays listed, marked, until deleted"},
+	{name: "enrollment-key delete", args: []string{"ID"}, run: enrollKeyDelete,
+		help: "delete an enrollment key; the hosts that joined with it stay"},
 	{name: "reseal", run: reseal,
 		help: "seal every TOTP secret under the first root secret"},
 	{name: "check", flags: []string{"repair"}, run: check,
@@ -220,6 +237,11 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var(&o.ssoDomains, "sso-domain", "admit only verified e-mails of this domain; repeatable")
 	fs.StringVar(&o.ssoGroup, "sso-group", "", "admit only identities whose groups claim holds this group")
 	fs.BoolVar(&o.ssoPublicClient, "sso-public-client", false, "the client is public at the provider: no secret, PKCE only (else $NMAUTH_SSO_CLIENT_SECRET is required)")
+	fs.IntVar(&o.uses, "uses", 0, "how many hosts may join with the enrollment key")
+	fs.BoolVar(&o.unlimited, "unlimited", false, "let any number of hosts join with the enrollment key")
+	fs.Var(&o.tags, "tag", "a tag of the enrollment key; repeatable")
+	fs.StringVar(&o.server, "server", "", "the API host that the enrollment key's Netmaker token names, as netclient dials it")
+	fs.StringVar(&o.netmakerServerConfig, "netmaker-server-config", "", "a JSON object file: the server_config of the answer of a host join")
 	fs.BoolVar(&o.repair, "repair", false, "reset each broken column that check finds to a safe value")
 	return fs
 }

@@ -324,6 +324,10 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 	if err != nil {
 		return nil, fmt.Errorf("--wire: %q is neither spec nor netmaker", o.wire)
 	}
+	joined, err := joinHook(o.netmakerServerConfig, db)
+	if err != nil {
+		return nil, err
+	}
 	passkeys, sso := new(nmauth.Extension), new(nmauth.Extension)
 	cfg := nmauth.Config{
 		Extensions: []*nmauth.Extension{passkeys, sso},
@@ -332,6 +336,7 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 		MasterKey:  master,
 		Wire:       wire,
 		NodeMember: db.isMember,
+		HostJoined: joined,
 		OnEvent:    auditLogger(c.log),
 		Logger:     c.log,
 		// Set by serve only; the admin commands serve no requests.

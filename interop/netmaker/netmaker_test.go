@@ -88,6 +88,9 @@ func (e *buildError) Error() string {
 type server struct {
 	t   *testing.T
 	url string
+	// dir is the directory nmauthd runs in, which holds a SQLite
+	// database.
+	dir string
 }
 
 // startServer seeds a fresh database and serves it in profile on a free
@@ -146,7 +149,7 @@ func serveDB(t *testing.T, dir, db string, env []string, profile string, extra .
 		var rec struct{ Msg, Addr string }
 		if json.Unmarshal(lines.Bytes(), &rec) == nil && rec.Msg == "listening" {
 			go io.Copy(io.Discard, stderr)
-			return &server{t: t, url: "http://" + rec.Addr}
+			return &server{t: t, url: "http://" + rec.Addr, dir: dir}
 		}
 	}
 	t.Fatal("nmauthd exited before it listened")

@@ -1,0 +1,199 @@
+package nmauth
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// EnrollmentKeyStore is implemented by a [Store] that keeps enrollment
+// keys. [MemoryStore] and [SQLStore] do. An Authenticator whose Store does
+// not implement it makes no enrollment keys and lets no host join
+// ([ErrEnrollmentKeysOff]).
+//
+// CreateEnrollmentKey of an existing id returns [ErrExists].
+// GetEnrollmentKey of a missing id returns [ErrNotFound].
+// ListEnrollmentKeys returns every key, oldest first. RevokeEnrollmentKey
+// sets a key's RevokedAt to at unless it is set already, and returns
+// [ErrNotFound] for a missing id. DeleteEnrollmentKey of a missing id is a
+// no-op.
+//
+// JoinHost is the join of one host, in one atomic step: when the key
+// keyID is stored with digest as its Digest and is usable at now (see
+// [EnrollmentKey.Usable]), it counts one use of the key (Used goes up by
+// one) and creates h, and returns the key as it is after the use. When the
+// key is missing, holds another digest or is not usable, it returns
+// [ErrNotFound]; when h's id is taken, [ErrExists]; and in either case it
+// writes nothing. The use is taken by one conditional update, whose count
+// of rows says whether it was this call's, so that a key of N uses admits
+// exactly N joins however many run at once, across processes where the
+// Store is shared.
+type EnrollmentKeyStore interface {
+	CreateEnrollmentKey(ctx context.Context, k EnrollmentKey) error
+	GetEnrollmentKey(ctx context.Context, id string) (EnrollmentKey, error)
+	ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, error)
+	RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error
+	DeleteEnrollmentKey(ctx context.Context, id string) error
+	JoinHost(ctx context.Context, keyID, digest string, h Host, now time.Time) (EnrollmentKey, error)
+}
+
+var _ EnrollmentKeyStore = (*MemoryStore)(nil)
+
+func cloneEnrollKey(k EnrollmentKey) EnrollmentKey {
+	k.Tags, k.Networks = slices.Clone(k.Tags), slices.Clone(k.Networks)
+	return k
+}
+
+// CreateEnrollmentKey implements [EnrollmentKeyStore].
+func (s *MemoryStore) CreateEnrollmentKey(ctx context.Context, k EnrollmentKey) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.enroll[k.ID]; ok {
+		return ErrExists
+	}
+	if s.enroll == nil {
+		s.enroll = make(map[string]EnrollmentKey)
+	}
+	s.enroll[k.ID] = cloneEnrollKey(k)
+	return nil
+}
+
+// GetEnrollmentKey implements [EnrollmentKeyStore].
+func (s *MemoryStore) GetEnrollmentKey(ctx context.Context, id string) (EnrollmentKey, error) {
+	if err := ctx.Err(); err != nil {
+		return EnrollmentKey{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.enroll[id]
+	if !ok {
+		return EnrollmentKey{}, ErrNotFound
+	}
+	return cloneEnrollKey(k), nil
+}
+
+// ListEnrollmentKeys implements [EnrollmentKeyStore].
+func (s *MemoryStore) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]EnrollmentKey, 0, len(s.enroll))
+	for _, k := range s.enroll {
+		out = append(out, cloneEnrollKey(k))
+	}
+	slices.SortFunc(out, func(a, b EnrollmentKey) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// RevokeEnrollmentKey implements [EnrollmentKeyStore].
+func (s *MemoryStore) RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.enroll[id]
+	if !ok {
+		return ErrNotFound
+	}
+	if k.RevokedAt.IsZero() {
+		k.RevokedAt = at
+		s.enroll[id] = k
+	}
+	return nil
+}
+
+// DeleteEnrollmentKey implements [EnrollmentKeyStore].
+func (s *MemoryStore) DeleteEnrollmentKey(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.enroll, id)
+	return nil
+}
+
+// JoinHost implements [EnrollmentKeyStore] under the store's lock.
+func (s *MemoryStore) JoinHost(ctx context.Context, keyID, digest string, h Host, now time.Time) (EnrollmentKey, error) {
+	if err := ctx.Err(); err != nil {
+		return EnrollmentKey{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.enroll[keyID]
+	if !ok || k.Digest != digest || !k.Usable(now) {
+		return EnrollmentKey{}, ErrNotFound
+	}
+	if _, taken := s.hosts[h.ID]; taken {
+		return EnrollmentKey{}, ErrExists
+	}
+	if s.hosts == nil {
+		s.hosts = make(map[string]Host)
+	}
+	s.hosts[h.ID] = cloneHost(h)
+	s.hostKeys.stale = true
+	k.Used++
+	s.enroll[keyID] = k
+	return cloneEnrollKey(k), nil
+}
+
+// guardedEnroll is the [EnrollmentKeyStore] of a guarded Store, under the
+// same deadline and fault answers as its other calls.
+type guardedEnroll struct {
+	g     *guardedStore
+	inner EnrollmentKeyStore
+}
+
+func (e *guardedEnroll) CreateEnrollmentKey(ctx context.Context, k EnrollmentKey) error {
+	return e.g.call(ctx, "create enrollment key", func(ctx context.Context) error { return e.inner.CreateEnrollmentKey(ctx, k) }, contractError)
+}
+
+func (e *guardedEnroll) GetEnrollmentKey(ctx context.Context, id string) (EnrollmentKey, error) {
+	return guardedResult(e.g, ctx, "get enrollment key", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.GetEnrollmentKey(ctx, id) }, contractError)
+}
+
+func (e *guardedEnroll) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, error) {
+	return guardedResult(e.g, ctx, "list enrollment keys", e.inner.ListEnrollmentKeys, contractError)
+}
+
+func (e *guardedEnroll) RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error {
+	return e.g.call(ctx, "revoke enrollment key", func(ctx context.Context) error { return e.inner.RevokeEnrollmentKey(ctx, id, at) }, contractError)
+}
+
+func (e *guardedEnroll) DeleteEnrollmentKey(ctx context.Context, id string) error {
+	return e.g.call(ctx, "delete enrollment key", func(ctx context.Context) error { return e.inner.DeleteEnrollmentKey(ctx, id) }, contractError)
+}
+
+func (e *guardedEnroll) JoinHost(ctx context.Context, keyID, digest string, h Host, now time.Time) (EnrollmentKey, error) {
+	return guardedResult(e.g, ctx, "join host", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.JoinHost(ctx, keyID, digest, h, now) }, contractError)
+}
+
+// guardedResult runs op under g as a call of what, whose errors keep
+// tells from faults, and returns its value
+// only when it answered in time: a call past its deadline may still be
+// running, and its value is never read.
+func guardedResult[T any](g *guardedStore, ctx context.Context, what string, op func(context.Context) (T, error), keep func(error) bool) (T, error) {
+	var got atomic.Pointer[T]
+	err := g.call(ctx, what, func(ctx context.Context) error {
+		v, err := op(ctx)
+		if err == nil {
+			got.Store(&v)
+		}
+		return err
+	}, keep)
+	var zero T
+	if p := got.Load(); err == nil && p != nil {
+		return *p, nil
+	}
+	return zero, err
+}
