@@ -59,22 +59,23 @@ func enrollArgs(k EnrollmentKey) ([]any, error) {
 }
 
 func scanEnrollKey(row rowScanner) (EnrollmentKey, error) {
-	var (
-		k                         EnrollmentKey
-		tags, networks            string
-		uses, used                int64
-		expires, revoked, created int64
-	)
-	err := row.Scan(&k.ID, &k.Name, &tags, &networks, &k.Digest, &uses, &used,
-		&expires, &revoked, &k.CreatedBy, &created)
+	c, err := scanCells(row, len(sqlEnrollColumns))
 	if err != nil {
 		return EnrollmentKey{}, err
 	}
-	d := columnDecoder{kind: "enrollment key", key: k.ID}
-	decodeColumn(&d, "tags", tags, &k.Tags)
-	decodeColumn(&d, "networks", networks, &k.Networks)
-	k.Uses, k.Used, k.Unlimited = int(uses), int(used), uses == 0
-	k.ExpiresAt, k.RevokedAt, k.CreatedAt = decodeTime(expires), decodeTime(revoked), decodeTime(created)
+	var k EnrollmentKey
+	d := columnDecoder{kind: "enrollment key"}
+	k.ID = d.keyText(c[0])
+	k.Name = d.text("name", c[1])
+	decodeColumn(&d, "tags", c[2], &k.Tags)
+	decodeColumn(&d, "networks", c[3], &k.Networks)
+	k.Digest = d.text("digest", c[4])
+	k.Uses, k.Used = d.count("uses", c[5]), d.count("used", c[6])
+	k.Unlimited = k.Uses == 0
+	k.ExpiresAt = decodeTime(d.integer("expires_at", c[7]))
+	k.RevokedAt = decodeTime(d.integer("revoked_at", c[8]))
+	k.CreatedBy = d.text("created_by", c[9])
+	k.CreatedAt = decodeTime(d.integer("created_at", c[10]))
 	return k, d.err()
 }
 
