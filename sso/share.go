@@ -16,11 +16,12 @@ import (
 // group's first place is free until every place is taken, a group alone
 // reaches its share, and a flood must come from thousands of groups to
 // take the last places: with 10,000 pending logins and a share of 100,
-// 510 /24s with as many logins each as they like hold at most 8,400
-// (about 16 each), 2,000 hold 9,600, and the groups at 1 or 2 stop at
-// 9,900, so that filling the last 100 takes about 5,000 groups. A group
-// past its share is refused with 429; a group that holds nothing is
-// refused only when every place is taken (503).
+// 510 /24s with as many logins each as they like hold about 8,400 (16
+// each), and taking all 10,000 needs about 1,800 groups (910 holding 10
+// each stop at 9,100, then 900 that hold none take one each); in general
+// about 2 × total / √share. A group past its share is refused with 429; a
+// group that holds nothing is refused only when every place is taken
+// (503).
 func roomFor(used, held, total, share int) bool {
 	return held < share && int64(used)*int64(share) < int64(total)*int64(share-held)
 }
