@@ -19,9 +19,11 @@ import (
 // 510 /24s with as many logins each as they like hold about 8,400 (16
 // each), and taking all 10,000 needs about 1,800 groups (910 holding 10
 // each stop at 9,100, then 900 that hold none take one each); in general
-// about 2 × total / √share. A group past its share is refused with 429; a
-// group that holds nothing is refused only when every place is taken
-// (503).
+// about 2 × total / √share. A group past its share is refused with 429.
+// Once every place is taken, a group that holds nothing takes the place
+// of the oldest of the group that holds the most (the Store does it for
+// pending logins, [sockets.take] for websockets), so that it is refused
+// (503) only when no group holds more than one.
 func roomFor(used, held, total, share int) bool {
 	return held < share && int64(used)*int64(share) < int64(total)*int64(share-held)
 }

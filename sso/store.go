@@ -41,11 +41,14 @@ type Room struct {
 // group that holds held live states, with used live in all, may put
 // another only while held < room.Group and used < room.Total × (1 −
 // held/room.Group). Without room it stores nothing and fails with
-// [ErrGroupShare] when p's group holds a state already, else with
-// [ErrPendingFull] (all room.Total are taken). Its counts and its insert
-// are one atomic step across replicas, so that the states never number
-// more than room.Total, nor a group's more than its share. Results are
-// bounded with them: a result is put only for a state taken.
+// [ErrGroupShare] when p's group holds a state already. When all
+// room.Total are taken and p's group holds none, p takes the place of the
+// oldest state of the group that holds the most, if that group holds two
+// or more, so that groups that come once all is taken still get in;
+// else it fails with [ErrPendingFull]. Its counts, its push and its
+// insert are one atomic step across replicas, so that the states never
+// number more than room.Total, nor a group's more than its share. Results
+// are bounded with them: a result is put only for a state taken.
 //
 // TakeState and TakeResult remove what they return, so that two replicas
 // never both take it, and return [nmauth.ErrNotFound] for a key that is
@@ -116,7 +119,11 @@ func (m *MemoryStore) PutState(_ context.Context, state string, p Pending, room 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.dropExpired(time.Now())
-	if err := roomError(len(m.states), m.groups[p.Group], room); err != nil {
+	err := roomError(len(m.states), m.groups[p.Group], room)
+	if errors.Is(err, ErrPendingFull) && room.Group > 0 && m.pushOut() {
+		err = nil
+	}
+	if err != nil {
 		return err
 	}
 	if old, ok := m.states[state]; ok {
@@ -141,6 +148,30 @@ func (m *MemoryStore) dropExpired(now time.Time) {
 			m.forget(p)
 		}
 	}
+}
+
+// pushOut drops the oldest state of the group that holds the most, if
+// it holds two or more. It reads every group and that group's states:
+// it runs only once all places are taken, for a group that holds none.
+func (m *MemoryStore) pushOut() bool {
+	largest, most := "", 1
+	for g, n := range m.groups {
+		if n > most {
+			largest, most = g, n
+		}
+	}
+	if most < 2 {
+		return false
+	}
+	oldest, first := "", time.Time{}
+	for k, p := range m.states {
+		if p.Group == largest && (oldest == "" || p.Expires.Before(first)) {
+			oldest, first = k, p.Expires
+		}
+	}
+	m.forget(m.states[oldest])
+	delete(m.states, oldest)
+	return true
 }
 
 // forget takes a state that leaves off its group's count.
@@ -320,7 +351,9 @@ func (s *SQLStore) roomLeft(ctx context.Context, q interface {
 // so that a flood of refused puts does not queue for it.
 func (s *SQLStore) PutState(ctx context.Context, state string, p Pending, room Room) error {
 	now := time.Now().UnixNano()
-	if err := s.roomLeft(ctx, s.db, p.Group, now, room); err != nil {
+	// A group that holds none, with all taken, goes on to push out
+	// another's state under the lock.
+	if err := s.roomLeft(ctx, s.db, p.Group, now, room); err != nil && !(errors.Is(err, ErrPendingFull) && room.Group > 0) {
 		return err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -338,7 +371,11 @@ func (s *SQLStore) PutState(ctx context.Context, state string, p Pending, room R
 			return err
 		}
 	}
-	if err := s.roomLeft(ctx, tx, p.Group, now, room); err != nil {
+	err = s.roomLeft(ctx, tx, p.Group, now, room)
+	if errors.Is(err, ErrPendingFull) && room.Group > 0 {
+		err = s.pushOut(ctx, tx, now)
+	}
+	if err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO nmauth_sso_states (state, nonce, verifier, binding, headless, client_group, expires)
@@ -346,6 +383,33 @@ func (s *SQLStore) PutState(ctx context.Context, state string, p Pending, room R
 		return err
 	}
 	return tx.Commit()
+}
+
+// largestGroup finds the group that holds the most live states, of those
+// the one whose oldest is oldest; pushOut drops that group's oldest.
+const (
+	largestGroup = `SELECT client_group, COUNT(*) AS n FROM nmauth_sso_states WHERE expires > ?
+		GROUP BY client_group ORDER BY n DESC, MIN(expires) LIMIT 1`
+	dropOldest = `DELETE FROM nmauth_sso_states WHERE state = (SELECT state FROM nmauth_sso_states
+		WHERE client_group = ? AND expires > ? ORDER BY expires LIMIT 1)`
+)
+
+// pushOut drops, in tx, the oldest live state of the group that holds
+// the most, if it holds two or more, else fails with [ErrPendingFull]. It
+// reads the states' group index whole: it runs only once all places are
+// taken, for a group that holds none.
+func (s *SQLStore) pushOut(ctx context.Context, tx *sql.Tx, now int64) error {
+	var group string
+	var n int
+	err := tx.QueryRowContext(ctx, s.q(largestGroup), now).Scan(&group, &n)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if n < 2 {
+		return ErrPendingFull
+	}
+	_, err = tx.ExecContext(ctx, s.q(dropOldest), group, now)
+	return err
 }
 
 // TakeState implements [Store] with one DELETE … RETURNING, so that of

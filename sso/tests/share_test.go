@@ -90,22 +90,35 @@ func TestPendingShare(t *testing.T) {
 // each, all their per-address limit allows, 10,200 in all, more than the
 // 10,000 pending logins there is room for; then a user from another
 // address logs in through the provider and gets its token. The flood
-// comes once from 2 /24s and once from 510 /24s: a group past its share
-// gets 429, never 503, and the table never holds more than its room. On
-// the SQL stores, which count the live states up to the room at each put
-// (a flood into 10,000 takes minutes there), the room is 1,000 and each
-// address begins 2, still more than the room.
+// comes from 2 /24s, from 510 /24s, and from 3,000 addresses of 3,000
+// /24s, enough to take every place (1,000 of them begin 20 each, then
+// the others one each, so that more logins begin than there are places:
+// the newcomers pushed out the oldest of the largest groups): a group
+// past its share gets 429, never 503, and the table never holds more
+// than its room. On the SQL stores, which count the live states up to
+// the room at each put (a flood into 10,000 takes minutes there), the
+// room is 1,000 and each address begins 2, still more than the room, or
+// for the many groups, 300 addresses as the 3,000 do.
 func TestPendingFloodCannotLockOut(t *testing.T) {
 	spreads := map[string]func(i int) string{
 		"2 groups":   func(i int) string { return fmt.Sprintf("10.20.%d.%d:4000", i/255, 1+i%255) },
 		"510 groups": func(i int) string { return fmt.Sprintf("10.%d.%d.1:4000", 30+i/256, i%256) },
+		// Enough groups to take every place (about 2 × room / √share:
+		// 2,000 for 10,000), whose oldest logins the newcomers push out.
+		"many groups": func(i int) string { return fmt.Sprintf("10.%d.%d.1:4000", 100+i/256, i%256) },
 	}
 	for spread, addr := range spreads {
 		for name, b := range stores(t) {
 			t.Run(spread+"/"+name, func(t *testing.T) {
-				room, each := defaultMaxPending, 20
+				room, each, senders := defaultMaxPending, 20, 510
+				if spread == "many groups" {
+					senders = 3000
+				}
 				if b.db != nil {
 					room, each = 1000, 2
+					if spread == "many groups" {
+						each, senders = 20, 300
+					}
 				}
 				w := newWorld(t, func(c *sso.Config) { c.Store, c.MaxPending = b.store, room })
 				w.link("id1", "alice")
@@ -124,15 +137,28 @@ func TestPendingFloodCannotLockOut(t *testing.T) {
 						}
 					})
 				}
+				// The many groups fill the table as a flood best can: a
+				// third of them as far as their shares go, then the
+				// others, which hold none, one each.
+				first := senders
+				if spread == "many groups" {
+					first = senders / 3
+				}
 				for range each {
-					for i := range 510 {
+					for i := range first {
 						jobs <- addr(i)
 					}
 				}
+				for i := first; i < senders; i++ {
+					jobs <- addr(i)
+				}
 				close(jobs)
 				workers.Wait()
-				if counts[http.StatusFound]+counts[http.StatusTooManyRequests] != 510*each || counts[http.StatusFound] > room {
-					t.Errorf("the flood's answers %v, want at most %d × 302 and the rest 429", counts, room)
+				if counts[http.StatusFound]+counts[http.StatusTooManyRequests] != first*each+senders-first {
+					t.Errorf("the flood's answers %v, want 302 and 429 only", counts)
+				}
+				if spread == "many groups" && counts[http.StatusFound] <= room {
+					t.Errorf("the flood's answers %v: it never filled the %d places", counts, room)
 				}
 				if b.db != nil {
 					if n := countStates(t, b.db); n > room {

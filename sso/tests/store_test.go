@@ -199,17 +199,21 @@ func TestStoresBounded(t *testing.T) {
 // every Store, with a room of 100 and a share of 5: a group alone puts 5
 // and its 6th is ErrGroupShare and stores nothing; another group still
 // puts; as the table fills, a group that holds one gets no more, while a
-// group that holds none puts until all 100 are taken, and then gets
-// ErrPendingFull. 40 puts at once of one group, through two Stores over
-// one database as two replicas make them, store exactly its 5.
+// group that holds none puts until all 100 are taken. Then a group that
+// holds none takes the place of the oldest state of the group that holds
+// the most, until every group holds one: then it gets ErrPendingFull.
+// 40 puts at once of one group, through two Stores over one database as
+// two replicas make them, store exactly its 5.
 func TestStoresShared(t *testing.T) {
 	ctx := context.Background()
 	room := sso.Room{Total: 100, Group: 5}
 	for name, b := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			s, exp := b.store, time.Now().Add(time.Minute)
+			var seq time.Duration // each put expires after the one before
 			put := func(state, group string) error {
-				return s.PutState(ctx, state, sso.Pending{Nonce: "n", Group: group, Expires: exp}, room)
+				seq += time.Millisecond
+				return s.PutState(ctx, state, sso.Pending{Nonce: "n", Group: group, Expires: exp.Add(seq)}, room)
 			}
 			for i := range 5 {
 				if err := put(fmt.Sprint("a", i), "10.0.0.0/24"); err != nil {
@@ -238,13 +242,18 @@ func TestStoresShared(t *testing.T) {
 					t.Fatalf("a put of a group that holds none, %d taken: %v", 96+i, err)
 				}
 			}
-			if err := put("e", "10.3.0.0/24"); !errors.Is(err, sso.ErrPendingFull) {
-				t.Errorf("a put with all 100 taken: %v, want ErrPendingFull", err)
+			for i := range 4 {
+				if err := put(fmt.Sprint("e", i), fmt.Sprintf("10.3.%d.0/24", i)); err != nil {
+					t.Fatalf("a put of a group that holds none, all 100 taken, a group holding %d: %v", 5-i, err)
+				}
+				if _, err := s.TakeState(ctx, fmt.Sprint("a", i), time.Now()); !errors.Is(err, nmauth.ErrNotFound) {
+					t.Fatalf("the oldest state of the largest group, after a push: %v, want it gone", err)
+				}
 			}
-			if _, err := s.TakeState(ctx, "a0", time.Now()); err != nil {
-				t.Fatal(err)
+			if err := put("f", "10.4.0.0/24"); !errors.Is(err, sso.ErrPendingFull) {
+				t.Errorf("a put with all 100 taken, one by each group: %v, want ErrPendingFull", err)
 			}
-			if got, err := s.TakeState(ctx, "a1", time.Now()); err != nil || got.Group != "10.0.0.0/24" {
+			if got, err := s.TakeState(ctx, "a4", time.Now()); err != nil || got.Group != "10.0.0.0/24" {
 				t.Fatalf("TakeState = %+v, %v; want the group kept", got, err)
 			}
 
