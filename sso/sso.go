@@ -106,8 +106,9 @@ type Config struct {
 	// back from the provider yet, across replicas; default 10,000. A
 	// client group holds at most MaxPendingPerGroup of them, default 100,
 	// and fewer as they fill: a group past its share gets 429 with
-	// Retry-After, and a group that holds none gets 503 only once all
-	// MaxPending are taken, which takes a flood from about as many groups.
+	// Retry-After. Once all are taken, a group that holds none takes the
+	// place of the oldest login of the group that holds the most; it
+	// gets 503 only when no group holds two.
 	MaxPending         int
 	MaxPendingPerGroup int
 	// HTTPClient reaches the provider; default http.DefaultClient.

@@ -64,7 +64,9 @@ type Store interface {
 }
 
 // ErrPendingFull is a login begun while the Store holds
-// [Config.MaxPending] pending logins already: 503 with Retry-After.
+// [Config.MaxPending] pending logins already, none of which it may push
+// out (no group holds two, or the groups have no share): 503 with
+// Retry-After.
 var ErrPendingFull = errors.New("sso: too many logins pending")
 
 // MemoryStore is a [Store] in memory, for one process.
