@@ -58,7 +58,8 @@ func beginFrom(t *testing.T, h http.Handler, addr string) int {
 // per-address limit allows 1,000): 100 begin, its group's share, and the
 // other 50 get 429 with Retry-After in the envelope, as does a neighbour
 // in the same /24; an address of another /24 still begins one. On every
-// Store, the table holds 101 pending logins at the end.
+// Store, the table holds 101 pending logins then. 110 addresses of 110
+// IPv6 /64s in one /56 are one group too; another /56 still begins.
 func TestPendingShare(t *testing.T) {
 	for name, b := range stores(t) {
 		t.Run(name, func(t *testing.T) {
@@ -81,6 +82,18 @@ func TestPendingShare(t *testing.T) {
 				if n := countStates(t, b.db); n != defaultGroupPending+1 {
 					t.Errorf("%d pending logins stored, want %d", n, defaultGroupPending+1)
 				}
+			}
+			// An IPv6 group is a /56: its /64s, which the per-address
+			// limit tells apart, share it.
+			v6 := map[int]int{}
+			for i := range 110 {
+				v6[beginFrom(t, h, fmt.Sprintf("[2001:db8:0:1%02x::1]:4000", i))]++
+			}
+			if v6[http.StatusFound] == 0 || v6[http.StatusFound] > defaultGroupPending || v6[http.StatusTooManyRequests] == 0 {
+				t.Errorf("110 logins from 110 /64s of one /56: %v, want at most %d × 302 and the rest 429", v6, defaultGroupPending)
+			}
+			if code := beginFrom(t, h, "[2001:db8:0:200::1]:4000"); code != http.StatusFound {
+				t.Errorf("a login from another /56: %d, want 302", code)
 			}
 		})
 	}
