@@ -22,8 +22,8 @@ import (
 // about 2 × total / √share. A group past its share is refused with 429.
 // Once every place is taken, a group that holds nothing takes the place
 // of the oldest of the group that holds the most (the Store does it for
-// pending logins, [sockets.take] for websockets), so that it is refused
-// (503) only when no group holds more than one.
+// pending logins, [sockets.take] for websockets): a pending login is
+// refused (503) only when no group holds two, and a websocket never.
 func roomFor(used, held, total, share int) bool {
 	return held < share && int64(used)*int64(share) < int64(total)*int64(share-held)
 }
