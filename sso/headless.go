@@ -40,21 +40,25 @@ var errTerminalSecondFactor = errors.New("sso: this user has a second factor, wh
 // in a user token (refused or not confirmed, or a user whose second
 // factor a terminal cannot answer) gets a message saying why instead, and
 // one nobody confirms ends with the socket's time, PendingTTL, and no
-// token.
+// token. A client group holds a share of the replica's websockets (see
+// [roomFor]): past it, 429; when all are held, a group that holds none
+// takes the place of the oldest login of the group that holds the most,
+// which is told to start again.
 func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
 	op := s.ready(w, r)
 	if op == nil {
 		return
 	}
-	if n := s.headless.Add(1); n > int64(s.cfg.MaxHeadless) {
-		s.headless.Add(-1)
-		s.auth.WriteError(w, r, &nmauth.RetryError{Reason: nmauth.ErrOverloaded, RetryAfter: 10 * time.Second})
+	group := s.groupOf(r.Context())
+	sk, err := s.headless.take(group)
+	if err != nil {
+		s.refuseBegin(w, r, err)
 		return
 	}
-	defer s.headless.Add(-1)
+	defer s.headless.release(sk)
 	// The login begins before the upgrade, so that a refusal is an answer
 	// in the envelope, with Retry-After.
-	state, authURL, err := s.begin(r.Context(), op, "", true)
+	state, authURL, err := s.begin(r.Context(), op, "", true, group)
 	if err != nil {
 		s.refuseBegin(w, r, err)
 		return
@@ -82,6 +86,13 @@ func (s *SSO) serveHeadless(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-expired.C:
 			conn.Close(websocket.StatusNormalClosure, "the login was not completed in time")
+			return
+		case <-sk.pushed:
+			// Its pending login goes too, so that its place is free
+			// there as well; a callback for it finds no state.
+			s.cfg.Store.TakeState(ctx, state, time.Now())
+			conn.Write(ctx, websocket.MessageText, []byte("login refused: "+strings.TrimPrefix(errPushedOut.Error(), "sso: ")))
+			conn.Close(websocket.StatusNormalClosure, "")
 			return
 		case <-tick.C:
 		}

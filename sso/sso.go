@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	mathrand "math/rand/v2"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -93,13 +94,23 @@ type Config struct {
 	CompleteURL string
 	// PendingTTL bounds how long a login may take at the provider;
 	// default 5 minutes. MaxHeadless bounds the headless logins that
-	// wait at once on this replica; default 64.
-	PendingTTL  time.Duration
-	MaxHeadless int
+	// wait at once on this replica; default 64. A client group (IPv4
+	// /24, IPv6 /56) holds at most MaxHeadlessPerGroup of them, default
+	// 8, and fewer as they fill (see docs/sso.md): past its share it gets
+	// 429; when all are held, a group that holds none takes the place of
+	// the oldest login of the group that holds the most.
+	PendingTTL          time.Duration
+	MaxHeadless         int
+	MaxHeadlessPerGroup int
 	// MaxPending bounds the logins, browser and headless, begun and not
-	// back from the provider yet, across replicas: a login begun past it
-	// gets 503 with Retry-After; default 10,000.
-	MaxPending int
+	// back from the provider yet, across replicas; default 10,000. A
+	// client group holds at most MaxPendingPerGroup of them, default 100,
+	// and fewer as they fill: a group past its share gets 429 with
+	// Retry-After. Once all are taken, a group that holds none takes the
+	// place of the oldest login of the group that holds the most; it
+	// gets 503 only when no group holds two.
+	MaxPending         int
+	MaxPendingPerGroup int
 	// HTTPClient reaches the provider; default http.DefaultClient.
 	HTTPClient *http.Client
 	// Logger receives, after Open, one line each time the provider's
@@ -125,7 +136,7 @@ type Identity struct {
 type SSO struct {
 	cfg      Config
 	auth     *nmauth.Authenticator // the one that registered cfg.Extension
-	headless atomic.Int64
+	headless sockets
 	secure   bool // the redirect URL is https: the binding cookie is Secure
 	// fullUntil is until when (Unix nanoseconds) logins are refused
 	// without asking the Store, which last found no room: a flood of
@@ -237,8 +248,14 @@ func newSSO(cfg Config) (*SSO, error) {
 	if cfg.MaxHeadless == 0 {
 		cfg.MaxHeadless = 64
 	}
+	if cfg.MaxHeadlessPerGroup == 0 {
+		cfg.MaxHeadlessPerGroup = 8
+	}
 	if cfg.MaxPending == 0 {
 		cfg.MaxPending = 10000
+	}
+	if cfg.MaxPendingPerGroup == 0 {
+		cfg.MaxPendingPerGroup = 100
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -247,7 +264,9 @@ func newSSO(cfg Config) (*SSO, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sso: RedirectURL: %w", err)
 	}
-	return &SSO{cfg: cfg, auth: auth, secure: redirect.Scheme == "https"}, nil
+	s := &SSO{cfg: cfg, auth: auth, secure: redirect.Scheme == "https"}
+	s.headless.total, s.headless.share = cfg.MaxHeadless, cfg.MaxHeadlessPerGroup
+	return s, nil
 }
 
 // discover reads the provider's discovery document.
@@ -383,10 +402,11 @@ func LinkUser(ctx context.Context, ext *nmauth.Extension, store Store, issuer, s
 // the browser that started it.
 const bindingCookie = "nmauth_sso"
 
-// begin makes a pending login and returns the provider's URL for it;
+// begin makes a pending login of the client group and returns the
+// provider's URL for it; [ErrGroupShare] when the group holds its share,
 // [ErrPendingFull] when the Store has no room, or had none within the
 // last fullMemory.
-func (s *SSO) begin(ctx context.Context, op *provider, binding string, headless bool) (state, authURL string, err error) {
+func (s *SSO) begin(ctx context.Context, op *provider, binding string, headless bool, group netip.Prefix) (state, authURL string, err error) {
 	state, nonce := randomString(), randomString()
 	verifier := oauth2.GenerateVerifier()
 	now := time.Now()
@@ -394,8 +414,8 @@ func (s *SSO) begin(ctx context.Context, op *provider, binding string, headless 
 		return "", "", ErrPendingFull
 	}
 	p := Pending{Nonce: nonce, Verifier: verifier, Binding: digest(binding), Headless: headless,
-		Expires: now.Add(s.cfg.PendingTTL)}
-	if err := s.cfg.Store.PutState(ctx, state, p, s.cfg.MaxPending); err != nil {
+		Group: groupKey(group), Expires: now.Add(s.cfg.PendingTTL)}
+	if err := s.cfg.Store.PutState(ctx, state, p, Room{Total: s.cfg.MaxPending, Group: s.cfg.MaxPendingPerGroup}); err != nil {
 		if errors.Is(err, ErrPendingFull) {
 			s.fullUntil.Store(now.Add(fullMemory).UnixNano())
 		}
@@ -409,9 +429,19 @@ func (s *SSO) begin(ctx context.Context, op *provider, binding string, headless 
 // expires.
 const fullRetryAfter = "10"
 
-// refuseBegin answers a login that could not begin: 503 with Retry-After
-// in the wire profile's envelope.
+// groupRetryAfter is the Retry-After of [ErrGroupShare]: the group's
+// place frees when one of its logins comes back or expires.
+const groupRetryAfter = "10"
+
+// refuseBegin answers a login that could not begin, in the wire profile's
+// envelope with Retry-After: 429 for a group past its share, 503 when
+// there is no room at all.
 func (s *SSO) refuseBegin(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ErrGroupShare) {
+		w.Header().Set("Retry-After", groupRetryAfter)
+		s.auth.WriteResponse(w, r, http.StatusTooManyRequests, "too many logins under way from your network, try again later", nil)
+		return
+	}
 	if errors.Is(err, ErrPendingFull) {
 		w.Header().Set("Retry-After", fullRetryAfter)
 		s.auth.WriteResponse(w, r, http.StatusServiceUnavailable, "too many logins under way, try again later", nil)
@@ -426,7 +456,7 @@ func (s *SSO) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	binding := randomString()
-	_, authURL, err := s.begin(r.Context(), op, binding, false)
+	_, authURL, err := s.begin(r.Context(), op, binding, false, s.groupOf(r.Context()))
 	if err != nil {
 		s.refuseBegin(w, r, err)
 		return

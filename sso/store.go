@@ -18,7 +18,18 @@ type Pending struct {
 	// that started the login; empty for a headless login.
 	Binding  string
 	Headless bool
-	Expires  time.Time
+	// Group is the client group that began the login (an IPv4 /24 or
+	// IPv6 /56, as text), which holds a share of the pending logins;
+	// empty for a request that named no client.
+	Group   string
+	Expires time.Time
+}
+
+// Room is how many pending logins a Store may hold: Total in all, and a
+// client group at most Group of them, fewer as they fill (see PutState).
+// A Group of 0 gives the groups no share: only Total bounds them.
+type Room struct {
+	Total, Group int
 }
 
 // Store keeps what single sign-on shares across replicas: the pending
@@ -26,18 +37,25 @@ type Pending struct {
 // replica that holds the websocket; and the links of identities to users.
 //
 // PutState drops the states and results that have expired, finding them
-// without reading the live ones, then stores p unless limit live states
-// are stored already: that is [ErrPendingFull], and stores nothing. Its
-// count and its insert are one atomic step across replicas, so that the
-// states never number more than limit. Results are bounded with them: a
-// result is put only for a state taken.
+// without reading the live ones, then stores p if its group has room: a
+// group that holds held live states, with used live in all, may put
+// another only while held < room.Group and used < room.Total × (1 −
+// held/room.Group). Without room it stores nothing and fails with
+// [ErrGroupShare] when p's group holds a state already. When all
+// room.Total are taken and p's group holds none, p takes the place of the
+// oldest state of the group that holds the most, if that group holds two
+// or more, so that groups that come once all is taken still get in;
+// else it fails with [ErrPendingFull]. Its counts, its push and its
+// insert are one atomic step across replicas, so that the states never
+// number more than room.Total, nor a group's more than its share. Results
+// are bounded with them: a result is put only for a state taken.
 //
 // TakeState and TakeResult remove what they return, so that two replicas
 // never both take it, and return [nmauth.ErrNotFound] for a key that is
 // missing or expired at now. Link returns [nmauth.ErrNotFound] for an
 // identity linked to no user.
 type Store interface {
-	PutState(ctx context.Context, state string, p Pending, limit int) error
+	PutState(ctx context.Context, state string, p Pending, room Room) error
 	TakeState(ctx context.Context, state string, now time.Time) (Pending, error)
 	PutResult(ctx context.Context, state, result string, expires time.Time) error
 	TakeResult(ctx context.Context, state string, now time.Time) (string, error)
@@ -46,7 +64,9 @@ type Store interface {
 }
 
 // ErrPendingFull is a login begun while the Store holds
-// [Config.MaxPending] pending logins already: 503 with Retry-After.
+// [Config.MaxPending] pending logins already, none of which it may push
+// out (no group holds two, or the groups have no share): 503 with
+// Retry-After.
 var ErrPendingFull = errors.New("sso: too many logins pending")
 
 // MemoryStore is a [Store] in memory, for one process.
@@ -55,6 +75,8 @@ type MemoryStore struct {
 	states  map[string]Pending
 	results map[string]result
 	links   map[[2]string]string
+	// groups counts the states of each client group.
+	groups map[string]int
 	// expiries holds the states and results by expiry, soonest first, so
 	// that a put drops the expired ones without a scan. An entry of one
 	// taken stays until it comes up, or until they outnumber the states
@@ -90,18 +112,27 @@ type result struct {
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{states: map[string]Pending{}, results: map[string]result{}, links: map[[2]string]string{}}
+	return &MemoryStore{states: map[string]Pending{}, results: map[string]result{}, links: map[[2]string]string{},
+		groups: map[string]int{}}
 }
 
 // PutState implements [Store].
-func (m *MemoryStore) PutState(_ context.Context, state string, p Pending, limit int) error {
+func (m *MemoryStore) PutState(_ context.Context, state string, p Pending, room Room) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.dropExpired(time.Now())
-	if len(m.states) >= limit {
-		return ErrPendingFull
+	err := roomError(len(m.states), m.groups[p.Group], room)
+	if errors.Is(err, ErrPendingFull) && room.Group > 0 && m.pushOut() {
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	if old, ok := m.states[state]; ok {
+		m.forget(old)
 	}
 	m.states[state] = p
+	m.groups[p.Group]++
 	m.expire(expiry{p.Expires, state, false})
 	return nil
 }
@@ -116,8 +147,55 @@ func (m *MemoryStore) dropExpired(now time.Time) {
 			}
 		} else if p, ok := m.states[e.key]; ok && p.Expires.Equal(e.expires) {
 			delete(m.states, e.key)
+			m.forget(p)
 		}
 	}
+}
+
+// pushOut drops the oldest state of the group that holds the most, if
+// it holds two or more. It reads every group and that group's states:
+// it runs only once all places are taken, for a group that holds none.
+func (m *MemoryStore) pushOut() bool {
+	largest, most := "", 1
+	for g, n := range m.groups {
+		if n > most {
+			largest, most = g, n
+		}
+	}
+	if most < 2 {
+		return false
+	}
+	oldest, first := "", time.Time{}
+	for k, p := range m.states {
+		if p.Group == largest && (oldest == "" || p.Expires.Before(first)) {
+			oldest, first = k, p.Expires
+		}
+	}
+	m.forget(m.states[oldest])
+	delete(m.states, oldest)
+	return true
+}
+
+// forget takes a state that leaves off its group's count.
+func (m *MemoryStore) forget(p Pending) {
+	if m.groups[p.Group]--; m.groups[p.Group] <= 0 {
+		delete(m.groups, p.Group)
+	}
+}
+
+// roomError is nil when a group that holds held states, with used in
+// all, may put another within room (see [roomFor]), else the error that
+// says which bound it meets.
+func roomError(used, held int, room Room) error {
+	switch {
+	case room.Group <= 0 && used < room.Total, room.Group > 0 && roomFor(used, held, room.Total, room.Group):
+		return nil
+	case room.Group <= 0:
+		return ErrPendingFull
+	case held > 0:
+		return ErrGroupShare
+	}
+	return ErrPendingFull
 }
 
 // expire notes when a state or result just stored expires.
@@ -141,7 +219,10 @@ func (m *MemoryStore) TakeState(_ context.Context, state string, now time.Time) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, ok := m.states[state]
-	delete(m.states, state)
+	if ok {
+		delete(m.states, state)
+		m.forget(p)
+	}
 	if !ok || !now.Before(p.Expires) {
 		return Pending{}, nmauth.ErrNotFound
 	}
@@ -207,10 +288,25 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d nmauth.Dialect) (*SQLStore, 
 			expires BIGINT NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS nmauth_sso_links (issuer TEXT NOT NULL, subject TEXT NOT NULL,
 			username TEXT NOT NULL, PRIMARY KEY (issuer, subject))`,
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return nil, err
+		}
+	}
+	// A database made before the pending logins were shared by client
+	// group gets the column; its states count as the group "".
+	if _, err := db.ExecContext(ctx, `SELECT client_group FROM nmauth_sso_states WHERE 1 = 0`); err != nil {
+		if _, err := db.ExecContext(ctx, `ALTER TABLE nmauth_sso_states ADD COLUMN client_group TEXT NOT NULL DEFAULT ''`); err != nil {
+			return nil, err
+		}
+	}
+	for _, stmt := range []string{
 		// Expired states and results are found, and live states counted,
-		// through these; a database made before them gets them here.
+		// in all and by group, through these; a database made before
+		// them gets them here.
 		`CREATE INDEX IF NOT EXISTS nmauth_sso_states_expires ON nmauth_sso_states (expires)`,
 		`CREATE INDEX IF NOT EXISTS nmauth_sso_results_expires ON nmauth_sso_results (expires)`,
+		`CREATE INDEX IF NOT EXISTS nmauth_sso_states_group ON nmauth_sso_states (client_group, expires)`,
 	} {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return nil, err
@@ -226,22 +322,41 @@ func (s *SQLStore) q(query string) string { return s.dialect.Rebind(query) }
 // puts of states across processes; it spells "ssopend" in ASCII.
 const pendingLockID int64 = 0x73736f70656e64
 
-// countLive counts the live states, up to a limit, through their index.
-const countLive = `SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_sso_states WHERE expires > ? LIMIT ?) AS live`
+// countLive counts the live states, up to a limit, through their index;
+// countGroup those of one group.
+const (
+	countLive  = `SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_sso_states WHERE expires > ? LIMIT ?) AS live`
+	countGroup = `SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_sso_states WHERE client_group = ? AND expires > ? LIMIT ?) AS held`
+)
+
+// roomLeft counts, through q, the live states at now in all and of group
+// and says whether group may put another within room.
+func (s *SQLStore) roomLeft(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, group string, now int64, room Room) error {
+	var used, held int
+	if room.Group > 0 {
+		if err := q.QueryRowContext(ctx, s.q(countGroup), group, now, room.Group).Scan(&held); err != nil {
+			return err
+		}
+	}
+	if err := q.QueryRowContext(ctx, s.q(countLive), now, room.Total).Scan(&used); err != nil {
+		return err
+	}
+	return roomError(used, held, room)
+}
 
 // PutState implements [Store] in one transaction, which holds SQLite's
 // write lock from its start, or on PostgreSQL an advisory lock, so that
 // puts on several replicas count and insert one after the other. While
-// the live states fill their room it refuses at once, by one read that
-// takes no lock, so that a flood of refused puts does not queue for it.
-func (s *SQLStore) PutState(ctx context.Context, state string, p Pending, limit int) error {
+// the group has no room it refuses at once, by reads that take no lock,
+// so that a flood of refused puts does not queue for it.
+func (s *SQLStore) PutState(ctx context.Context, state string, p Pending, room Room) error {
 	now := time.Now().UnixNano()
-	var live int
-	if err := s.db.QueryRowContext(ctx, s.q(countLive), now, limit).Scan(&live); err != nil {
+	// A group that holds none, with all taken, goes on to push out
+	// another's state under the lock.
+	if err := s.roomLeft(ctx, s.db, p.Group, now, room); err != nil && !(errors.Is(err, ErrPendingFull) && room.Group > 0) {
 		return err
-	}
-	if live >= limit {
-		return ErrPendingFull
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -258,17 +373,45 @@ func (s *SQLStore) PutState(ctx context.Context, state string, p Pending, limit 
 			return err
 		}
 	}
-	if err := tx.QueryRowContext(ctx, s.q(countLive), now, limit).Scan(&live); err != nil {
+	err = s.roomLeft(ctx, tx, p.Group, now, room)
+	if errors.Is(err, ErrPendingFull) && room.Group > 0 {
+		err = s.pushOut(ctx, tx, now)
+	}
+	if err != nil {
 		return err
 	}
-	if live >= limit {
-		return ErrPendingFull
-	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO nmauth_sso_states (state, nonce, verifier, binding, headless, expires)
-		VALUES (?, ?, ?, ?, ?, ?)`), state, p.Nonce, p.Verifier, p.Binding, p.Headless, p.Expires.UnixNano()); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO nmauth_sso_states (state, nonce, verifier, binding, headless, client_group, expires)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`), state, p.Nonce, p.Verifier, p.Binding, p.Headless, p.Group, p.Expires.UnixNano()); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// largestGroup finds the group that holds the most live states, of those
+// the one whose oldest is oldest; pushOut drops that group's oldest.
+const (
+	largestGroup = `SELECT client_group, COUNT(*) AS n FROM nmauth_sso_states WHERE expires > ?
+		GROUP BY client_group ORDER BY n DESC, MIN(expires) LIMIT 1`
+	dropOldest = `DELETE FROM nmauth_sso_states WHERE state = (SELECT state FROM nmauth_sso_states
+		WHERE client_group = ? AND expires > ? ORDER BY expires LIMIT 1)`
+)
+
+// pushOut drops, in tx, the oldest live state of the group that holds
+// the most, if it holds two or more, else fails with [ErrPendingFull]. It
+// reads the states' group index whole: it runs only once all places are
+// taken, for a group that holds none.
+func (s *SQLStore) pushOut(ctx context.Context, tx *sql.Tx, now int64) error {
+	var group string
+	var n int
+	err := tx.QueryRowContext(ctx, s.q(largestGroup), now).Scan(&group, &n)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if n < 2 {
+		return ErrPendingFull
+	}
+	_, err = tx.ExecContext(ctx, s.q(dropOldest), group, now)
+	return err
 }
 
 // TakeState implements [Store] with one DELETE … RETURNING, so that of
@@ -277,7 +420,7 @@ func (s *SQLStore) TakeState(ctx context.Context, state string, now time.Time) (
 	var p Pending
 	var expires int64
 	err := s.db.QueryRowContext(ctx, s.q(`DELETE FROM nmauth_sso_states WHERE state = ?
-		RETURNING nonce, verifier, binding, headless, expires`), state).Scan(&p.Nonce, &p.Verifier, &p.Binding, &p.Headless, &expires)
+		RETURNING nonce, verifier, binding, headless, client_group, expires`), state).Scan(&p.Nonce, &p.Verifier, &p.Binding, &p.Headless, &p.Group, &expires)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && expires <= now.UnixNano() {
 		return Pending{}, nmauth.ErrNotFound
 	}

@@ -479,7 +479,8 @@ func code(t *testing.T, secret string, at time.Time) string {
 }
 
 // TestHeadlessRefusals: a user with a second factor gets a message saying
-// why, not a token; past MaxHeadless waiting logins a replica answers 503.
+// why, not a token; past its share of MaxHeadless waiting logins, a client
+// group gets 429.
 func TestHeadlessRefusals(t *testing.T) {
 	w := newWorld(t, func(c *sso.Config) { c.MaxHeadless = 1 })
 	w.link("id1", "alice")
@@ -495,8 +496,8 @@ func TestHeadlessRefusals(t *testing.T) {
 	}
 	ws := "ws" + strings.TrimPrefix(w.app.URL, "http") + "/api/oauth/headless"
 	conn, first, _ := headlessStart(ctx, t, w, w.app.URL)
-	if _, resp, err := websocket.Dial(ctx, ws, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a second headless login past MaxHeadless: %v, want 503", err)
+	if _, resp, err := websocket.Dial(ctx, ws, nil); err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a second headless login past MaxHeadless: %v, want 429", err)
 	}
 	b := newBrowser(t)
 	if status, _, _ := b.get(b.toCallback(w, first, "alice")); status != http.StatusForbidden {

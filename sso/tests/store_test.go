@@ -95,7 +95,7 @@ func TestStores(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s, now := b.store, time.Now()
 			p := sso.Pending{Nonce: "n", Verifier: "v", Binding: "b", Expires: now.Add(time.Minute)}
-			if err := s.PutState(ctx, "s1", p, 100); err != nil {
+			if err := s.PutState(ctx, "s1", p, sso.Room{Total: 100}); err != nil {
 				t.Fatal(err)
 			}
 			got, err := s.TakeState(ctx, "s1", now)
@@ -105,7 +105,7 @@ func TestStores(t *testing.T) {
 			if _, err := s.TakeState(ctx, "s1", now); !errors.Is(err, nmauth.ErrNotFound) {
 				t.Fatalf("a state taken twice: %v", err)
 			}
-			s.PutState(ctx, "s2", sso.Pending{Headless: true, Expires: now.Add(time.Second)}, 100)
+			s.PutState(ctx, "s2", sso.Pending{Headless: true, Expires: now.Add(time.Second)}, sso.Room{Total: 100})
 			if _, err := s.TakeState(ctx, "s2", now.Add(2*time.Second)); !errors.Is(err, nmauth.ErrNotFound) {
 				t.Fatalf("an expired state: %v", err)
 			}
@@ -141,7 +141,7 @@ func TestStoresBounded(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s, now := b.store, time.Now()
 			put := func(state string, expires time.Time) error {
-				return s.PutState(ctx, state, sso.Pending{Nonce: "n", Expires: expires}, 3)
+				return s.PutState(ctx, state, sso.Pending{Nonce: "n", Expires: expires}, sso.Room{Total: 3})
 			}
 			for _, state := range []string{"s1", "s2"} {
 				if err := put(state, now.Add(time.Minute)); err != nil {
@@ -178,7 +178,7 @@ func TestStoresBounded(t *testing.T) {
 			errs := make(chan error, 40)
 			for i := range 40 {
 				wg.Go(func() {
-					errs <- replicas[i%2].PutState(ctx, fmt.Sprint("r", i), sso.Pending{Expires: now.Add(time.Minute)}, 5)
+					errs <- replicas[i%2].PutState(ctx, fmt.Sprint("r", i), sso.Pending{Expires: now.Add(time.Minute)}, sso.Room{Total: 5})
 				})
 			}
 			wg.Wait()
@@ -195,6 +195,96 @@ func TestStoresBounded(t *testing.T) {
 	}
 }
 
+// TestStoresShared: a client group's share of the pending logins, on
+// every Store, with a room of 100 and a share of 5: a group alone puts 5
+// and its 6th is ErrGroupShare and stores nothing; another group still
+// puts; as the table fills, a group that holds one gets no more, while a
+// group that holds none puts until all 100 are taken. Then a group that
+// holds none takes the place of the oldest state of the group that holds
+// the most, until every group holds one: then it gets ErrPendingFull.
+// 40 puts at once of one group, through two Stores over one database as
+// two replicas make them, store exactly its 5.
+func TestStoresShared(t *testing.T) {
+	ctx := context.Background()
+	room := sso.Room{Total: 100, Group: 5}
+	for name, b := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			s, exp := b.store, time.Now().Add(time.Minute)
+			var seq time.Duration // each put expires after the one before
+			put := func(state, group string) error {
+				seq += time.Millisecond
+				return s.PutState(ctx, state, sso.Pending{Nonce: "n", Group: group, Expires: exp.Add(seq)}, room)
+			}
+			for i := range 5 {
+				if err := put(fmt.Sprint("a", i), "10.0.0.0/24"); err != nil {
+					t.Fatalf("put %d of a group alone: %v", i+1, err)
+				}
+			}
+			if err := put("a5", "10.0.0.0/24"); !errors.Is(err, sso.ErrGroupShare) {
+				t.Fatalf("a put past the group's share: %v, want ErrGroupShare", err)
+			}
+			if _, err := s.TakeState(ctx, "a5", time.Now()); !errors.Is(err, nmauth.ErrNotFound) {
+				t.Errorf("a refused put stored its state: %v", err)
+			}
+			if err := put("b0", "10.0.1.0/24"); err != nil {
+				t.Fatalf("a put of another group: %v", err)
+			}
+			for i := range 90 {
+				if err := put(fmt.Sprint("c", i), fmt.Sprintf("10.1.%d.0/24", i)); err != nil {
+					t.Fatalf("a put of a group that holds none, %d taken: %v", 6+i, err)
+				}
+			}
+			if err := put("b1", "10.0.1.0/24"); !errors.Is(err, sso.ErrGroupShare) {
+				t.Errorf("a put of a group that holds one, 96 of 100 taken: %v, want ErrGroupShare", err)
+			}
+			for i := range 4 {
+				if err := put(fmt.Sprint("d", i), fmt.Sprintf("10.2.%d.0/24", i)); err != nil {
+					t.Fatalf("a put of a group that holds none, %d taken: %v", 96+i, err)
+				}
+			}
+			for i := range 4 {
+				if err := put(fmt.Sprint("e", i), fmt.Sprintf("10.3.%d.0/24", i)); err != nil {
+					t.Fatalf("a put of a group that holds none, all 100 taken, a group holding %d: %v", 5-i, err)
+				}
+				if _, err := s.TakeState(ctx, fmt.Sprint("a", i), time.Now()); !errors.Is(err, nmauth.ErrNotFound) {
+					t.Fatalf("the oldest state of the largest group, after a push: %v, want it gone", err)
+				}
+			}
+			if err := put("f", "10.4.0.0/24"); !errors.Is(err, sso.ErrPendingFull) {
+				t.Errorf("a put with all 100 taken, one by each group: %v, want ErrPendingFull", err)
+			}
+			if got, err := s.TakeState(ctx, "a4", time.Now()); err != nil || got.Group != "10.0.0.0/24" {
+				t.Fatalf("TakeState = %+v, %v; want the group kept", got, err)
+			}
+
+			if b.again == nil {
+				return
+			}
+			replicas := []sso.Store{b.store, b.again()}
+			if _, err := b.db.Exec("DELETE FROM nmauth_sso_states"); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 40)
+			for i := range 40 {
+				wg.Go(func() {
+					errs <- replicas[i%2].PutState(ctx, fmt.Sprint("r", i), sso.Pending{Group: "10.9.0.0/24", Expires: exp}, room)
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil && !errors.Is(err, sso.ErrGroupShare) {
+					t.Errorf("PutState: %v", err)
+				}
+			}
+			if n := countStates(t, b.db); n != 5 {
+				t.Errorf("%d states stored by 40 puts of one group at once under a share of 5", n)
+			}
+		})
+	}
+}
+
 func countStates(t *testing.T, db *sql.DB) int {
 	var n int
 	if err := db.QueryRow("SELECT COUNT(*) FROM nmauth_sso_states").Scan(&n); err != nil {
@@ -204,9 +294,10 @@ func countStates(t *testing.T, db *sql.DB) int {
 }
 
 // TestStateIndexes opens a database whose tables were made before the
-// pending logins were bounded: the store adds the indexes on expiry, and
-// its put finds expired states and results, and counts live states,
-// through them rather than by reading the tables.
+// pending logins were bounded: the store adds the indexes on expiry and
+// the column of the client group with its index, and its put finds
+// expired states and results, and counts live states in all and of a
+// group, through them rather than by reading the tables.
 func TestStateIndexes(t *testing.T) {
 	db, err := sql.Open("sqlite", nmauth.SQLiteDSN(filepath.Join(t.TempDir(), "sso.db")))
 	if err != nil {
@@ -225,9 +316,10 @@ func TestStateIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for q, index := range map[string]string{
-		`DELETE FROM nmauth_sso_states WHERE expires <= 1`:                                          "nmauth_sso_states_expires",
-		`DELETE FROM nmauth_sso_results WHERE expires <= 1`:                                         "nmauth_sso_results_expires",
-		`SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_sso_states WHERE expires > 1 LIMIT 10) AS live`: "nmauth_sso_states_expires",
+		`DELETE FROM nmauth_sso_states WHERE expires <= 1`:                                                                 "nmauth_sso_states_expires",
+		`DELETE FROM nmauth_sso_results WHERE expires <= 1`:                                                                "nmauth_sso_results_expires",
+		`SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_sso_states WHERE expires > 1 LIMIT 10) AS live`:                        "nmauth_sso_states_expires",
+		`SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_sso_states WHERE client_group = 'g' AND expires > 1 LIMIT 10) AS held`: "nmauth_sso_states_group",
 	} {
 		rows, err := db.Query("EXPLAIN QUERY PLAN " + q)
 		if err != nil {
