@@ -73,6 +73,9 @@ type options struct {
 	// repair makes check repair what it finds (see check.go).
 	repair bool
 
+	// The connection caps (see connlimit.go).
+	maxConns, maxConnsPerGroup int
+
 	// An import's source and mode (see import.go).
 	from   string
 	dryRun bool
@@ -100,8 +103,8 @@ type command struct {
 
 var commands = []command{
 	{name: "serve", flags: []string{"addr", "access-log", "dev", "demo-page", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
-		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client"}, run: serve,
-		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*)"},
+		"max-conns", "max-conns-per-group", "sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client"}, run: serve,
+		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --max-conns, --max-conns-per-group, --sso-*)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -220,6 +223,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var(&o.ssoDomains, "sso-domain", "admit only verified e-mails of this domain; repeatable")
 	fs.StringVar(&o.ssoGroup, "sso-group", "", "admit only identities whose groups claim holds this group")
 	fs.BoolVar(&o.ssoPublicClient, "sso-public-client", false, "the client is public at the provider: no secret, PKCE only (else $NMAUTH_SSO_CLIENT_SECRET is required)")
+	fs.IntVar(&o.maxConns, "max-conns", 0, "the most client connections open at once; 0: the file limit less 128, at most 16384")
+	fs.IntVar(&o.maxConnsPerGroup, "max-conns-per-group", defaultMaxConnsPerGroup, "the most connections open at once from one IPv4 /24 or IPv6 /56; a trusted proxy's count against --max-conns only")
 	fs.BoolVar(&o.repair, "repair", false, "reset each broken column that check finds to a safe value")
 	return fs
 }
