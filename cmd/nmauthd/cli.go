@@ -73,6 +73,10 @@ type options struct {
 	// repair makes check repair what it finds (see check.go).
 	repair bool
 
+	// allowWeakMasterKey accepts a master key that is long enough but
+	// does not read as random (see masterkey.go).
+	allowWeakMasterKey bool
+
 	// The connection caps (see connlimit.go).
 	maxConns, maxConnsPerGroup int
 
@@ -103,8 +107,8 @@ type command struct {
 
 var commands = []command{
 	{name: "serve", flags: []string{"addr", "access-log", "dev", "demo-page", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
-		"max-conns", "max-conns-per-group", "sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client"}, run: serve,
-		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --max-conns, --max-conns-per-group, --sso-*)"},
+		"max-conns", "max-conns-per-group", "allow-weak-master-key", "sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client"}, run: serve,
+		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --max-conns, --max-conns-per-group, --allow-weak-master-key, --sso-*)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -223,6 +227,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var(&o.ssoDomains, "sso-domain", "admit only verified e-mails of this domain; repeatable")
 	fs.StringVar(&o.ssoGroup, "sso-group", "", "admit only identities whose groups claim holds this group")
 	fs.BoolVar(&o.ssoPublicClient, "sso-public-client", false, "the client is public at the provider: no secret, PKCE only (else $NMAUTH_SSO_CLIENT_SECRET is required)")
+	fs.BoolVar(&o.allowWeakMasterKey, "allow-weak-master-key", false, "accept a master key of 32 characters or more that does not read as random, with a warning")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "the most client connections open at once; 0: the file limit less 128, at most 16384")
 	fs.IntVar(&o.maxConnsPerGroup, "max-conns-per-group", defaultMaxConnsPerGroup, "the most connections open at once from one IPv4 /24 or IPv6 /56; a trusted proxy's count against --max-conns only")
 	fs.BoolVar(&o.repair, "repair", false, "reset each broken column that check finds to a safe value")

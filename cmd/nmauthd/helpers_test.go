@@ -90,7 +90,7 @@ func baseEnv(extra ...string) []string {
 }
 
 // testMasterKey is a master key long enough to be accepted.
-const testMasterKey = "test-master-key-0123456789abcdefghijklmnop"
+const testMasterKey = "test-master-key-0123456789abcdef-0123"
 
 // result is the outcome of one nmauthd admin run.
 type result struct {

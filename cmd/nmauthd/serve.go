@@ -130,7 +130,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 			return err
 		}
 	}
-	master, masterSrc, err := loadMasterKey(c.getenv, ".", o.dev, c.log)
+	master, masterSrc, err := loadMasterKey(c.getenv, ".", o.dev, o.allowWeakMasterKey, c.log)
 	if err != nil {
 		return err
 	}
