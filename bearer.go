@@ -5,11 +5,13 @@ import (
 	"errors"
 	"hash/maphash"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/maypok86/otter/v2"
 )
 
@@ -86,6 +88,9 @@ func (a *Authenticator) verifyToken(ctx context.Context, credential string, now 
 		p, err = a.parseBearer(credential)
 	}
 	if err != nil {
+		if errors.Is(err, ErrUnauthenticated) && !errors.Is(err, jwt.ErrTokenExpired) {
+			err = notIssuedError{err}
+		}
 		return Principal{}, nil, nil, err
 	}
 	account = a.status.ref(accountOf(p))
@@ -93,6 +98,85 @@ func (a *Authenticator) verifyToken(ctx context.Context, credential string, now 
 		token = a.status.ref(&accountKey{kind: KindAccessToken, name: p.TokenID})
 	}
 	return p, account, token, nil
+}
+
+// notIssuedError is the error of a bearer credential that is neither the
+// master key nor a token this Authenticator signed (an expired token it
+// signed is no guess), nor an access token it holds: a wrong credential,
+// which counts against the client's limit (see limitBearer). It wraps
+// [ErrUnauthenticated].
+type notIssuedError struct{ error }
+
+func (e notIssuedError) Unwrap() error { return e.error }
+
+// limitBearer applies the per-client limit ([Config.ClientRate],
+// [Config.ClientBurst]) to the bearer check of the request of ctx, whose
+// outcome is err: a wrong credential costs the client an attempt, and past
+// its limit it gets [ErrThrottled] instead of 401. While wrong credentials
+// may have put some client past its limit, a right one from such a client
+// is refused alike, so that past its limit a client cannot tell a right
+// guess from a wrong one; otherwise a right credential never reaches the
+// limiter, and costs what it did. A request [Authenticator.Limit] counted
+// is left to it.
+func (a *Authenticator) limitBearer(ctx *bearerContext, err error) error {
+	_, wrong := err.(notIssuedError)
+	if err != nil && !wrong || ctx.Context.Value(provedKey{}) != nil {
+		return err
+	}
+	client, _ := clientAddrOf(ctx)
+	now := a.now()
+	var wait time.Duration
+	if wrong {
+		wait = a.clients.wrongBearer(client, now)
+	} else {
+		wait = a.clients.throttled(client, now)
+	}
+	if wait <= 0 {
+		return err
+	}
+	a.emit(ctx, Event{Type: EventClientThrottled})
+	return &RetryError{Reason: ErrThrottled, RetryAfter: wait}
+}
+
+// wrongBearer counts a wrong bearer credential of client at now as an
+// attempt and returns how long the client must wait, zero when the
+// attempt was allowed. It moves wrongBearersUntil on to when the client,
+// at the latest, is no longer past its limit: a bucket's tat runs at most
+// a burst ahead, so an interval after an allowed attempt, and an interval
+// after the wait of a refused one.
+func (l *clientLimiter) wrongBearer(client netip.Addr, now time.Time) time.Duration {
+	_, wait := l.take(client, now)
+	if l.buckets == nil {
+		return 0
+	}
+	until := now.UnixNano() + int64(wait) + l.interval
+	for {
+		cur := l.wrongBearersUntil.Load()
+		if cur >= until || l.wrongBearersUntil.CompareAndSwap(cur, until) {
+			return wait
+		}
+	}
+}
+
+// wrongBearersSeen reports whether a client may be past its limit by
+// wrong bearer credentials: one atomic load, false but for a while after
+// one.
+func (l *clientLimiter) wrongBearersSeen() bool { return l.wrongBearersUntil.Load() != 0 }
+
+// throttled returns how long client must wait before its next attempt,
+// without counting one, while wrong bearer credentials may have put it
+// past its limit; once that time has passed it notes so and returns zero.
+func (l *clientLimiter) throttled(client netip.Addr, now time.Time) time.Duration {
+	ns := now.UnixNano()
+	if until := l.wrongBearersUntil.Load(); ns >= until {
+		l.wrongBearersUntil.CompareAndSwap(until, 0)
+		return 0
+	}
+	b, ok := l.buckets.GetIfPresent(client)
+	if !ok {
+		return 0
+	}
+	return time.Duration(max(max(b.tat.Load(), ns)+l.interval-ns-l.span, 0))
 }
 
 func (a *Authenticator) parseBearer(token string) (Principal, error) {

@@ -81,9 +81,14 @@ var (
 	// and a password. Nothing of such a record is stored. The error names
 	// the reason, never a secret.
 	ErrInvalidImport = errors.New("nmauth: record cannot be imported")
-	// ErrInsecureMasterKey is returned when the master key is the default or
-	// shorter than 32 characters and insecure keys are not allowed.
+	// ErrInsecureMasterKey is returned when the master key is the default,
+	// shorter than 32 characters, or weak ([ErrWeakMasterKey] wraps it),
+	// and insecure keys are not allowed.
 	ErrInsecureMasterKey = errors.New("nmauth: insecure master key")
+	// ErrWeakMasterKey is returned when the master key is long enough but
+	// does not read as random (see [NewMasterKey]) and insecure keys are
+	// not allowed. It wraps [ErrInsecureMasterKey].
+	ErrWeakMasterKey = fmt.Errorf("%w: it does not read as random", ErrInsecureMasterKey)
 	// ErrRepairUnsupported is returned by [Admin.BrokenRecords] and
 	// [Admin.RepairRecords] when the Store does not implement
 	// [RepairStore].

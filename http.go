@@ -234,7 +234,12 @@ func markProved(ctx context.Context) {
 
 // Middleware lets a request through only with a valid bearer credential
 // (see [Authenticator.CheckBearer]) and puts its [Principal] in the
-// request context. Others get 401. Unless [Authenticator.Limit] already
+// request context. Others get 401; a wrong credential, neither the master
+// key nor a token this Authenticator issued (an expired one it issued is
+// no guess), costs the client an attempt of its limit
+// ([Config.ClientRate]), and a client that wrong credentials put past it
+// gets 429 with Retry-After, for a right credential too, until the limit
+// lets it try again. Unless [Authenticator.Limit] already
 // did, it names the client address in the context, for the events of the
 // check. To admit only some kinds of principal, use
 // [Authenticator.Require] instead.
@@ -268,6 +273,9 @@ func (a *Authenticator) authenticate(r *http.Request) (*http.Request, PrincipalK
 		var hit bool
 		if ctx.p, hit, err = a.checkBearer(ctx, cred, &p); err == nil && !hit {
 			ctx.p = extPrincipal(&p)
+		}
+		if err != nil || a.clients.wrongBearersSeen() {
+			err = a.limitBearer(ctx, err)
 		}
 	}
 	ctx.checked = err == nil

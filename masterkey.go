@@ -33,15 +33,25 @@ type MasterKey struct {
 }
 
 // NewMasterKey returns the [MasterKey] for key. An empty key is an error.
-// Netmaker's well-known default key ("secretkey") or one shorter than 32 characters is an
-// error wrapping [ErrInsecureMasterKey] unless allowInsecure is set, in
-// which case a warning goes to logger (nil means [slog.Default]). Neither
-// the error nor the warning contains the key.
+// Netmaker's well-known default key ("secretkey") or one shorter than 32
+// characters is an error wrapping [ErrInsecureMasterKey], and a longer key
+// that does not read as drawn at random, by the rule that makes a host's
+// password a machine secret (at least 128 bits in one alphabet of random
+// text, hex, base32, base62 or base64, without a repeated pattern, a run
+// of the keyboard or common words), one wrapping [ErrWeakMasterKey], which
+// wraps ErrInsecureMasterKey: a master key grants every right, and a
+// guess at it is checked as fast as a machine secret's. With
+// allowInsecure set, each is accepted and a warning goes to logger (nil
+// means [slog.Default]). Neither the error nor the warning contains the
+// key. `openssl rand -base64 32` makes a key that passes.
 func NewMasterKey(key string, allowInsecure bool, logger *slog.Logger) (*MasterKey, error) {
 	if key == "" {
 		return nil, errEmptyMasterKey
 	}
-	if reason := masterKeyWeakness(key); reason != "" {
+	if reason, weak := masterKeyWeakness(key); reason != "" {
+		if !allowInsecure && weak {
+			return nil, fmt.Errorf("%w (%s)", ErrWeakMasterKey, reason)
+		}
 		if !allowInsecure {
 			return nil, fmt.Errorf("%w: %s", ErrInsecureMasterKey, reason)
 		}
@@ -54,17 +64,20 @@ func NewMasterKey(key string, allowInsecure bool, logger *slog.Logger) (*MasterK
 	return &MasterKey{digest: &d}, nil
 }
 
-// masterKeyWeakness says why key is insecure, or returns "" if it is not.
-// Length counts characters so that a few multi-byte runes cannot pass for
-// a long key.
-func masterKeyWeakness(key string) string {
-	if key == wellKnownMasterKey {
-		return "it is the well-known default"
+// masterKeyWeakness says why key is insecure, or returns "" if it is not,
+// and whether it is only weak: long enough, but not random. Length counts
+// characters so that a few multi-byte runes cannot pass for a long key.
+func masterKeyWeakness(key string) (reason string, weak bool) {
+	switch {
+	case key == wellKnownMasterKey:
+		return "it is the well-known default", false
+	case utf8.RuneCountInString(key) < minMasterKeyLen:
+		return fmt.Sprintf("it is shorter than %d characters", minMasterKeyLen), false
+	case !isMachineSecret(key):
+		return "fewer than 128 bits by the rule of machine secrets: a pattern, words, " +
+			"or characters outside hex, base32, base62 and base64", true
 	}
-	if utf8.RuneCountInString(key) < minMasterKeyLen {
-		return fmt.Sprintf("it is shorter than %d characters", minMasterKeyLen)
-	}
-	return ""
+	return "", false
 }
 
 // Check reports whether candidate is the master key. It compares digests

@@ -43,6 +43,10 @@ type clientLimiter struct {
 	buckets *otter.Cache[netip.Addr, *clientBucket]
 	clock   *attemptClock
 	watch   proxyWatch
+	// wrongBearersUntil is when no client can be past its limit any more
+	// by wrong bearer credentials; 0 once that time has passed (see
+	// limitBearer).
+	wrongBearersUntil atomic.Int64
 }
 
 // maxLimitedClients bounds the limiter's memory. With the defaults a

@@ -82,6 +82,13 @@ type options struct {
 	// repair makes check repair what it finds (see check.go).
 	repair bool
 
+	// allowWeakMasterKey accepts a master key that is long enough but
+	// does not read as random (see masterkey.go).
+	allowWeakMasterKey bool
+
+	// The connection caps (see connlimit.go).
+	maxConns, maxConnsPerGroup int
+
 	// An import's source and mode (see import.go).
 	from   string
 	dryRun bool
@@ -109,8 +116,8 @@ type command struct {
 
 var commands = []command{
 	{name: "serve", flags: []string{"addr", "access-log", "dev", "demo-page", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
-		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client", "netmaker-server-config"}, run: serve,
-		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*, --netmaker-server-config)"},
+		"max-conns", "max-conns-per-group", "allow-weak-master-key", "sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client", "netmaker-server-config"}, run: serve,
+		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --max-conns, --max-conns-per-group, --allow-weak-master-key, --sso-*, --netmaker-server-config)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -242,6 +249,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var(&o.tags, "tag", "a tag of the enrollment key; repeatable")
 	fs.StringVar(&o.server, "server", "", "the API host that the enrollment key's Netmaker token names, as netclient dials it")
 	fs.StringVar(&o.netmakerServerConfig, "netmaker-server-config", "", "a JSON object file: the server_config of the answer of a host join")
+	fs.BoolVar(&o.allowWeakMasterKey, "allow-weak-master-key", false, "accept a master key of 32 characters or more that does not read as random, with a warning")
+	fs.IntVar(&o.maxConns, "max-conns", 0, "the most client connections open at once; 0: the file limit less 128, at most 16384")
+	fs.IntVar(&o.maxConnsPerGroup, "max-conns-per-group", defaultMaxConnsPerGroup, "the most connections open at once from one IPv4 /24 or IPv6 /56; a trusted proxy's count against --max-conns only")
 	fs.BoolVar(&o.repair, "repair", false, "reset each broken column that check finds to a safe value")
 	return fs
 }

@@ -90,7 +90,7 @@ func baseEnv(extra ...string) []string {
 }
 
 // testMasterKey is a master key long enough to be accepted.
-const testMasterKey = "test-master-key-0123456789abcdefghijklmnop"
+const testMasterKey = "test-master-key-0123456789abcdef-0123"
 
 // result is the outcome of one nmauthd admin run.
 type result struct {
@@ -141,10 +141,19 @@ type daemon struct {
 // /healthz answers.
 func startDaemon(t *testing.T, dir string, env []string, args ...string) *daemon {
 	t.Helper()
+	return startDaemonVia(t, nil, dir, env, args...)
+}
+
+// startDaemonVia is startDaemon with nmauthd's command line handed to
+// prefix, a command that runs it (sh -c 'ulimit -n 100; exec "$@"' sh,
+// say); a nil prefix runs nmauthd itself.
+func startDaemonVia(t *testing.T, prefix []string, dir string, env []string, args ...string) *daemon {
+	t.Helper()
 	args = append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)
+	argv := append(append(slices.Clip(prefix), nmauthdBinary(t)), args...)
 	d := &daemon{
 		t:      t,
-		cmd:    exec.Command(nmauthdBinary(t), args...),
+		cmd:    exec.Command(argv[0], argv[1:]...),
 		stdout: &lockedBuffer{},
 		stderr: &logSink{listening: make(chan string, 1)},
 		done:   make(chan struct{}),

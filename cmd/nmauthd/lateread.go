@@ -79,26 +79,47 @@ type lateReadConn struct {
 	// run (the first read under a deadline the server set), or when the
 	// listener sets no such wait.
 	firstBy time.Time
+	// waited is how long readFirst waited for the first byte, from when
+	// the header deadline was set, and from is when that was. The next
+	// deadline set at or after from (the whole request's, which the server
+	// counts from before the wait, as it counted the header's) is moved
+	// on by waited, so that the body's deadline too counts from the first
+	// byte; a deadline set before from (the server's "a long time ago", to
+	// stop a read) or none at all is taken as it is and ends the shift.
+	waited time.Duration
+	from   time.Time
 }
 
 func (c *lateReadConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.setRead(t)
-	return c.TCPConn.SetReadDeadline(t)
+	return c.TCPConn.SetReadDeadline(c.setRead(t))
 }
 
+// SetDeadline sets the read deadline as SetReadDeadline does and the
+// write deadline to t.
 func (c *lateReadConn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.setRead(t)
-	return c.TCPConn.SetDeadline(t)
+	if err := c.TCPConn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.TCPConn.SetReadDeadline(c.setRead(t))
 }
 
-// setRead notes t as the read deadline. It is called with c.mu held.
-func (c *lateReadConn) setRead(t time.Time) {
+// setRead notes t, moved on by the wait for the first byte if it is the
+// first deadline after that wait (see waited), as the read deadline and
+// returns it. It is called with c.mu held.
+func (c *lateReadConn) setRead(t time.Time) time.Time {
+	if c.waited > 0 {
+		if !t.IsZero() && !t.Before(c.from) {
+			t = t.Add(c.waited)
+		}
+		c.waited = 0
+	}
 	c.rd, c.setAt = t, time.Now()
 	c.stop = !t.IsZero() && t.Before(c.setAt)
+	return t
 }
 
 func (c *lateReadConn) Read(p []byte) (int, error) {
@@ -118,7 +139,7 @@ func (c *lateReadConn) Read(p []byte) (int, error) {
 // readFirst reads the connection's first bytes, waiting for them until
 // firstBy or the read deadline, whichever is later, and then moves the
 // read deadline on by the time the wait took, so that it counts from the
-// first byte. It is called with c.mu held, and releases it while it
+// first byte, as the next deadline set will be (see waited). It is called with c.mu held, and releases it while it
 // waits: a deadline set meanwhile (to stop the read, say) holds.
 func (c *lateReadConn) readFirst(p []byte) (int, error) {
 	wait := c.firstBy
@@ -136,6 +157,7 @@ func (c *lateReadConn) readFirst(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	if !c.rd.IsZero() && !c.stop {
 		now := time.Now()
+		c.waited, c.from = now.Sub(c.setAt), c.setAt
 		c.rd, c.setAt = now.Add(c.rd.Sub(c.setAt)), now
 	}
 	if derr := c.TCPConn.SetReadDeadline(c.rd); err == nil {

@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/nmauth/nmauth"
 )
 
 // acceptPair returns the two ends of a loopback TCP connection, the
@@ -208,5 +211,57 @@ func TestFirstByteWaitsAsIdle(t *testing.T) {
 	}
 	if d := time.Since(t0); d < firstWait-headerTimeout || d > firstWait+3*time.Second {
 		t.Fatalf("the server closed a connection that never sent after %s, want about %s", d, firstWait)
+	}
+}
+
+// TestBodyDeadlineCountsFromFirstByte: through nmauthd's routes on its
+// listener, a connection that waits longer than the whole request's read
+// timeout before its first byte, and then sends its login's header and
+// its body in two packets, gets the login's answer (401, no such user),
+// not "400 malformed JSON body": the body's deadline, like the header's,
+// counts from the request's first byte. The timeouts are those of
+// newHTTPServer scaled down (15 s to 600 ms, the idle wait of 17 s to
+// 1 s).
+func TestBodyDeadlineCountsFromFirstByte(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const headerTimeout, readTimeout, idle = 200 * time.Millisecond, 600 * time.Millisecond, time.Second
+	srv := &http.Server{
+		Handler:           newMux(newTestAuthenticator(t), nmauth.WireSpec),
+		ReadHeaderTimeout: headerTimeout,
+		ReadTimeout:       readTimeout,
+	}
+	go srv.Serve(lateReadListener{Listener: ln, firstWait: 10 * time.Second})
+	t.Cleanup(func() { srv.Close() })
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetNoDelay(true)
+	time.Sleep(idle)
+	body := `{"username":"nobody","password":"not-the-password"}`
+	head := "POST /api/users/adm/authenticate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	if _, err := c.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(headerTimeout / 2) // the body comes in a packet of its own
+	if _, err := c.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a login whose body came %s after its header, on a connection idle %s first: %d %s; want 401",
+			headerTimeout/2, idle, resp.StatusCode, msg)
 	}
 }

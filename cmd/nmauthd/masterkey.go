@@ -43,12 +43,14 @@ const (
 // <dir>/config/environments/<env>.yaml, where env is NMAUTH_ENV (default
 // "dev", letters, digits, '-' and '_' only); then [defaultMasterKey], which,
 // as a well-known key, the library accepts only with --dev (dev), with a
-// warning. A missing file or an empty or absent
+// warning. A key that is long enough but does not read as random
+// (nmauth.ErrWeakMasterKey) is accepted, with a warning, with --dev or
+// --allow-weak-master-key (weakOK). A missing file or an empty or absent
 // server.masterkey moves on to the next step; an unreadable or malformed
 // file is an error naming the file. The source says which step supplied
 // the key: the file's slash-separated path relative to dir, the
 // environment or the default.
-func loadMasterKey(getenv func(string) string, dir string, dev bool, log *slog.Logger) (*nmauth.MasterKey, masterKeySource, error) {
+func loadMasterKey(getenv func(string) string, dir string, dev, weakOK bool, log *slog.Logger) (*nmauth.MasterKey, masterKeySource, error) {
 	env := getenv(envEnvironment)
 	if env == "" {
 		env = defaultEnv
@@ -58,8 +60,11 @@ func loadMasterKey(getenv func(string) string, dir string, dev bool, log *slog.L
 	}
 	rel := "config/environments/" + env + ".yaml"
 	const tryDev = "or run with --dev to try nmauthd on loopback with the default key"
-	mk, err := masterKeyFromFile(getenv, dir, rel, dev, log)
+	mk, err := masterKeyFromFile(getenv, dir, rel, dev, weakOK, log)
 	switch {
+	case errors.Is(err, nmauth.ErrWeakMasterKey):
+		return nil, "", fmt.Errorf("%w (from %s); set server.masterkey in %s or %s to a random key (openssl rand -base64 32), "+
+			"or start with --allow-weak-master-key to accept this one", err, rel, rel, envMasterKey)
 	case errors.Is(err, nmauth.ErrInsecureMasterKey):
 		return nil, "", fmt.Errorf("%w (from %s); set %s or server.masterkey in %s to a random value of at least %d characters; %s",
 			err, rel, envMasterKey, rel, 32, tryDev)
@@ -72,8 +77,11 @@ func loadMasterKey(getenv func(string) string, dir string, dev bool, log *slog.L
 	if key == "" {
 		key, src = defaultMasterKey, masterKeyFromDefault
 	}
-	mk, err = nmauth.NewMasterKey(key, dev, log.With("source", string(src)))
+	mk, err = newMasterKey(key, dev, weakOK, log.With("source", string(src)))
 	switch {
+	case errors.Is(err, nmauth.ErrWeakMasterKey):
+		return nil, "", fmt.Errorf("%w (from %s); set %s to a random key (openssl rand -base64 32), "+
+			"or start with --allow-weak-master-key to accept this one", err, src, envMasterKey)
 	case errors.Is(err, nmauth.ErrInsecureMasterKey):
 		return nil, "", fmt.Errorf("%w (from %s); set %s to a random value of at least %d characters, or server.masterkey in %s; %s",
 			err, src, envMasterKey, 32, rel, tryDev)
@@ -83,9 +91,21 @@ func loadMasterKey(getenv func(string) string, dir string, dev bool, log *slog.L
 	return mk, src, nil
 }
 
+// newMasterKey is nmauth.NewMasterKey with every insecure key allowed
+// under --dev (dev), and a weak one, long enough but not random, under
+// --allow-weak-master-key (weakOK); the library logs a warning for
+// either.
+func newMasterKey(key string, dev, weakOK bool, log *slog.Logger) (*nmauth.MasterKey, error) {
+	mk, err := nmauth.NewMasterKey(key, dev, log)
+	if weakOK && errors.Is(err, nmauth.ErrWeakMasterKey) {
+		return nmauth.NewMasterKey(key, true, log)
+	}
+	return mk, err
+}
+
 // masterKeyFromFile returns the master key of the file rel under dir when
 // MASTER_KEY is not set and the file sets one, else a nil key.
-func masterKeyFromFile(getenv func(string) string, dir, rel string, dev bool, log *slog.Logger) (*nmauth.MasterKey, error) {
+func masterKeyFromFile(getenv func(string) string, dir, rel string, dev, weakOK bool, log *slog.Logger) (*nmauth.MasterKey, error) {
 	if getenv(envMasterKey) != "" {
 		return nil, nil
 	}
@@ -93,7 +113,7 @@ func masterKeyFromFile(getenv func(string) string, dir, rel string, dev bool, lo
 	if err != nil || key == "" {
 		return nil, err
 	}
-	return nmauth.NewMasterKey(key, dev, log.With("source", rel))
+	return newMasterKey(key, dev, weakOK, log.With("source", rel))
 }
 
 // validateEnvName keeps NMAUTH_ENV a plain file name so that it cannot

@@ -148,7 +148,7 @@ func TestLoadMasterKeyOrder(t *testing.T) {
 				writeEnvFile(t, dir, env, content)
 			}
 			logger, _ := captureLogger(t)
-			mk, src, err := loadMasterKey(fakeEnv(tt.env), dir, tt.allow, logger)
+			mk, src, err := loadMasterKey(fakeEnv(tt.env), dir, tt.allow, false, logger)
 			if err != nil {
 				t.Fatalf("loadMasterKey: %v", err)
 			}
@@ -174,7 +174,7 @@ func TestLoadMasterKeyWorkingDirectory(t *testing.T) {
 	writeEnvFile(t, dir, "dev", masterKeyYAML(strongKey))
 	t.Chdir(dir)
 	logger, _ := captureLogger(t)
-	mk, src, err := loadMasterKey(fakeEnv(nil), ".", false, logger)
+	mk, src, err := loadMasterKey(fakeEnv(nil), ".", false, false, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestLoadMasterKeyBadFile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := writeEnvFile(t, dir, "dev", tt.content)
-			mk, _, err := loadMasterKey(fakeEnv(nil), dir, true, discardLogger)
+			mk, _, err := loadMasterKey(fakeEnv(nil), dir, true, false, discardLogger)
 			if err == nil {
 				t.Fatalf("loadMasterKey succeeded (key %v); want an error", mk)
 			}
@@ -232,7 +232,7 @@ func TestLoadMasterKeyUnreadableFile(t *testing.T) {
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := loadMasterKey(fakeEnv(nil), dir, true, discardLogger)
+	_, _, err := loadMasterKey(fakeEnv(nil), dir, true, false, discardLogger)
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("err = %v; want an error naming %s", err, path)
 	}
@@ -242,7 +242,7 @@ func TestLoadMasterKeyOversizedFile(t *testing.T) {
 	dir := t.TempDir()
 	content := masterKeyYAML(strongKey) + "# " + strings.Repeat("x", maxConfigFileSize) + "\n"
 	path := writeEnvFile(t, dir, "dev", content)
-	_, _, err := loadMasterKey(fakeEnv(nil), dir, false, discardLogger)
+	_, _, err := loadMasterKey(fakeEnv(nil), dir, false, false, discardLogger)
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("err = %v; want an error naming %s", err, path)
 	}
@@ -263,7 +263,7 @@ func TestLoadMasterKeyEnvNameEscape(t *testing.T) {
 		"../../../outside", "..", ".", "a/b", `a\b`, "/etc/passwd", "dev.yaml", "dev ", "dév", "dev\x00", strings.Repeat("a", 65),
 	} {
 		t.Run(fmt.Sprintf("%q", env), func(t *testing.T) {
-			mk, _, err := loadMasterKey(fakeEnv(map[string]string{"NMAUTH_ENV": env}), base, true, discardLogger)
+			mk, _, err := loadMasterKey(fakeEnv(map[string]string{"NMAUTH_ENV": env}), base, true, false, discardLogger)
 			if err == nil {
 				t.Fatalf("NMAUTH_ENV %q accepted (key matches outside file: %v)", env, mk.Check(strongKey))
 			}
@@ -274,7 +274,7 @@ func TestLoadMasterKeyEnvNameEscape(t *testing.T) {
 	}
 	t.Run("longest allowed name", func(t *testing.T) {
 		env := strings.Repeat("a", 64)
-		if _, _, err := loadMasterKey(fakeEnv(map[string]string{"NMAUTH_ENV": env, "MASTER_KEY": strongKey}), base, false, discardLogger); err != nil {
+		if _, _, err := loadMasterKey(fakeEnv(map[string]string{"NMAUTH_ENV": env, "MASTER_KEY": strongKey}), base, false, false, discardLogger); err != nil {
 			t.Fatalf("64-character name refused: %v", err)
 		}
 	})
@@ -301,7 +301,7 @@ func TestLoadMasterKeyInsecure(t *testing.T) {
 				writeEnvFile(t, dir, "staging", tt.file)
 			}
 			logger, logs := captureLogger(t)
-			mk, _, err := loadMasterKey(fakeEnv(tt.env), dir, false, logger)
+			mk, _, err := loadMasterKey(fakeEnv(tt.env), dir, false, false, logger)
 			if !errors.Is(err, nmauth.ErrInsecureMasterKey) {
 				t.Fatalf("err = %v, key %v; want nmauth.ErrInsecureMasterKey", err, mk)
 			}
@@ -324,7 +324,7 @@ func TestLoadMasterKeyInsecure(t *testing.T) {
 				writeEnvFile(t, dir, "staging", tt.file)
 			}
 			logger, logs := captureLogger(t)
-			mk, src, err := loadMasterKey(fakeEnv(tt.env), dir, true, logger)
+			mk, src, err := loadMasterKey(fakeEnv(tt.env), dir, true, false, logger)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,5 +342,83 @@ func TestLoadMasterKeyInsecure(t *testing.T) {
 				t.Errorf("log %q contains the key", out)
 			}
 		})
+	}
+}
+
+// TestLoadMasterKeyWeak: a key of 32 characters or more that does not read
+// as random (issue 38: 32 times "a" started without a word) is refused,
+// from the environment or the file, with an error that names
+// --allow-weak-master-key and not the key; with that flag, or --dev, it is
+// accepted with a warning. The default and short keys stay refused under
+// the flag: it accepts a weak key, not a public or short one.
+func TestLoadMasterKeyWeak(t *testing.T) {
+	weak := strings.Repeat("a", 32)
+	tests := []struct {
+		name    string
+		env     map[string]string
+		file    string
+		wantSrc masterKeySource
+	}{
+		{"in env", map[string]string{"MASTER_KEY": weak}, "", masterKeyFromEnv},
+		{"in file", nil, masterKeyYAML(weak), "config/environments/dev.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.file != "" {
+				writeEnvFile(t, dir, "dev", tt.file)
+			}
+			logger, logs := captureLogger(t)
+			mk, _, err := loadMasterKey(fakeEnv(tt.env), dir, false, false, logger)
+			if !errors.Is(err, nmauth.ErrWeakMasterKey) || mk != nil {
+				t.Fatalf("err = %v, key %v; want nmauth.ErrWeakMasterKey", err, mk)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "--allow-weak-master-key") || strings.Contains(msg, weak) ||
+				!strings.Contains(msg, "does not read as random") {
+				t.Errorf("error %q: want it to say the key is not random and name --allow-weak-master-key, without the key", msg)
+			}
+			if logs.Len() != 0 {
+				t.Errorf("refusal logged %q; want nothing", logs)
+			}
+			for _, allow := range []struct{ dev, weakOK bool }{{false, true}, {true, false}} {
+				logger, logs := captureLogger(t)
+				mk, src, err := loadMasterKey(fakeEnv(tt.env), dir, allow.dev, allow.weakOK, logger)
+				if err != nil || src != tt.wantSrc || !mk.Check(weak) {
+					t.Fatalf("dev %v, weakOK %v: source %q, %v; want the key from %q", allow.dev, allow.weakOK, src, err, tt.wantSrc)
+				}
+				if out := logs.String(); !strings.Contains(out, "level=WARN") || strings.Contains(out, weak) {
+					t.Errorf("dev %v, weakOK %v: log %q; want a warning without the key", allow.dev, allow.weakOK, out)
+				}
+			}
+		})
+	}
+	for _, key := range []string{defaultMasterKey, "0123456789abcdefghijklmnopqrstu"} {
+		_, _, err := loadMasterKey(fakeEnv(map[string]string{"MASTER_KEY": key}), t.TempDir(), false, true, discardLogger)
+		if !errors.Is(err, nmauth.ErrInsecureMasterKey) || errors.Is(err, nmauth.ErrWeakMasterKey) {
+			t.Errorf("--allow-weak-master-key with a %d-character key: %v; want it refused as insecure", len(key), err)
+		}
+	}
+}
+
+// TestServeRefusesWeakMasterKey: nmauthd serve with MASTER_KEY of 32
+// times "a" exits with one line that names --allow-weak-master-key,
+// and starts with that flag.
+func TestServeRefusesWeakMasterKey(t *testing.T) {
+	dir := t.TempDir()
+	env := baseEnv("MASTER_KEY=" + strings.Repeat("a", 32))
+	r := runNmauthd(t, dir, env, "", "serve", "--addr", "127.0.0.1:0", "--db", "nmauth.db")
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code == 0 || len(lines) != 1 || !strings.Contains(lines[0], "--allow-weak-master-key") {
+		t.Fatalf("exit %d, stderr %q; want a refusal in one line naming --allow-weak-master-key", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, strings.Repeat("a", 32)) {
+		t.Errorf("stderr shows the key: %q", r.stderr)
+	}
+	d := startDaemon(t, dir, env, "--db", "nmauth.db", "--allow-weak-master-key")
+	if p := d.whoami(strings.Repeat("a", 32)); p.Kind != "master" {
+		t.Errorf("whoami with the accepted key: %+v", p)
+	}
+	if !strings.Contains(d.stderr.String(), "insecure master key allowed") {
+		t.Errorf("no warning logged:\n%s", d.stderr.String())
 	}
 }

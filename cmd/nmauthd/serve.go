@@ -130,7 +130,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 			return err
 		}
 	}
-	master, masterSrc, err := loadMasterKey(c.getenv, ".", o.dev, c.log)
+	master, masterSrc, err := loadMasterKey(c.getenv, ".", o.dev, o.allowWeakMasterKey, c.log)
 	if err != nil {
 		return err
 	}
@@ -145,6 +145,10 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		return err
 	}
 	if err := checkSSOFlags(o, c.getenv); err != nil {
+		return err
+	}
+	maxConns, perGroup, err := connCaps(o.maxConns, o.maxConnsPerGroup, fileLimit())
+	if err != nil {
 		return err
 	}
 	var m *metrics
@@ -182,7 +186,8 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	}
 	c.log.Info("listening", "addr", ln.Addr().String(), "db", b.db.name,
 		"master_key", string(masterSrc), "root_secret", b.secretSource, "dev", o.dev,
-		"wire", o.wire, "cors_origins", o.corsOrigins.String(), "trusted_proxies", o.trustedProxies.String())
+		"wire", o.wire, "cors_origins", o.corsOrigins.String(), "trusted_proxies", o.trustedProxies.String(),
+		"max_conns", maxConns, "max_conns_per_group", perGroup)
 	if o.demoPage && !o.dev {
 		c.log.Info("demo page", "url", "http://"+ln.Addr().String()+"/")
 	}
@@ -209,7 +214,11 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 	if o.accessLog {
 		h = logRequests(c.log, h)
 	}
-	return runServer(ctx, newHTTPServer(h, c.log), ln, c.log, b.auth.Shutdown)
+	conns := newConnTable(maxConns, perGroup)
+	srv := newHTTPServer(h, c.log)
+	srv.ConnState = conns.track
+	ln = &capListener{Listener: ln, table: conns, trusted: o.trustedProxies, log: c.log}
+	return runServer(ctx, srv, ln, c.log, b.auth.Shutdown)
 }
 
 // corsHeaders are the request headers a web UI on another origin may send:
