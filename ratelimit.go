@@ -112,6 +112,8 @@ type gaveBack struct {
 // remembered: a client cycling through more accounts than that, all of
 // them with their right passwords, still gets their attempts back, each
 // account's logins bounded by its share of the gates (see admission).
+// A host's machine secret, which costs no hash, gets its attempt back
+// every time (see [Authenticator.LoginHost]).
 const (
 	giveBackWindow = time.Minute
 	giveBackMemory = 8
