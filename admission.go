@@ -27,7 +27,10 @@ import (
 //   - Within a class, waiters are grouped by client group, the IPv4 /24
 //     or IPv6 /56 of their address, and the groups take turns: a group of
 //     a thousand waiters and a group of one are each admitted once a
-//     round. Within a group, first come, first served.
+//     round. Within a group, first come, first served. The known are
+//     grouped by account instead: an account has few known addresses,
+//     and one account's many, made known by its own right logins, take
+//     one turn of the round as an owner's one does.
 //   - One account holds at most share places of a class's queue (an
 //     eighth, see accountShareOf): a newcomer of an account past it is
 //     refused, so one account's logins, right or wrong, cannot fill the
@@ -99,7 +102,7 @@ func newAdmission(limit, bound int, timeout time.Duration) *admission {
 	g := &admission{limit: max(limit, 1), bound: max(bound, 0), timeout: timeout, draw: rand.IntN}
 	g.share = max(g.bound/accountShareOf, min(g.bound, minAccountShare), 1)
 	for i := range g.classes {
-		g.classes[i].groups = map[netip.Prefix]*waitGroup{}
+		g.classes[i].groups = map[flowKey]*waitGroup{}
 	}
 	g.accounts = map[accountPlace]int{}
 	return g
@@ -142,18 +145,35 @@ type waiter struct {
 	admitted, pushed bool
 }
 
-// waitGroup is the waiters of one client group in one class, oldest
-// first, and its place in its class's turn.
+// waitGroup is the waiters of one client group, or of one known
+// account, in one class, oldest first, and its place in its class's
+// turn.
 type waitGroup struct {
-	prefix  netip.Prefix
+	key     flowKey
 	waiters list.List
 	turn    *list.Element
+}
+
+// flowKey names a waitGroup: a client group's prefix, or in the known
+// class an account.
+type flowKey struct {
+	prefix  netip.Prefix
+	account accountKey
+}
+
+// flowOf is the group a waiter of class and account from prefix waits
+// in.
+func flowOf(class int, account accountKey, prefix netip.Prefix) flowKey {
+	if class == classKnown && account != (accountKey{}) {
+		return flowKey{account: account}
+	}
+	return flowKey{prefix: prefix}
 }
 
 // fairQueue is one class of waiters: the groups with waiters, in the
 // order of their turns.
 type fairQueue struct {
-	groups map[netip.Prefix]*waitGroup
+	groups map[flowKey]*waitGroup
 	turns  list.List
 }
 
@@ -313,11 +333,12 @@ func (g *admission) handOver() bool {
 
 func (g *admission) enqueue(w *waiter, account accountKey, prefix netip.Prefix) {
 	q := &g.classes[w.class]
-	grp := q.groups[prefix]
+	key := flowOf(w.class, account, prefix)
+	grp := q.groups[key]
 	if grp == nil {
-		grp = &waitGroup{prefix: prefix}
+		grp = &waitGroup{key: key}
 		grp.turn = q.turns.PushBack(grp)
-		q.groups[prefix] = grp
+		q.groups[key] = grp
 	}
 	w.group = grp
 	w.elem = grp.waiters.PushBack(w)
@@ -368,12 +389,12 @@ func (g *admission) makeRoom(w *waiter, account accountKey, prefix netip.Prefix)
 		return true
 	}
 	for c := numClasses - 1; c > w.class; c-- {
-		if victim := g.classes[c].longestNewest(g.draw, netip.Prefix{}, false); victim != nil {
+		if victim := g.classes[c].longestNewest(g.draw, flowKey{}, false); victim != nil {
 			g.push(victim)
 			return true
 		}
 	}
-	victim := g.classes[w.class].longestNewest(g.draw, prefix, true)
+	victim := g.classes[w.class].longestNewest(g.draw, flowOf(w.class, account, prefix), true)
 	if victim == nil {
 		return false
 	}
@@ -382,11 +403,11 @@ func (g *admission) makeRoom(w *waiter, account accountKey, prefix netip.Prefix)
 }
 
 // longestNewest is the newest waiter of the longest group, a tie drawn at
-// random; nil when none waits. With newcomer, the group prefix counts one
+// random; nil when none waits. With newcomer, the group key counts one
 // more waiter, the newcomer, who is its newest: nil when it is drawn. It
 // scans the groups: it runs only when the queue is full, and their number
 // is at most the queue's bound.
-func (q *fairQueue) longestNewest(draw func(int) int, prefix netip.Prefix, newcomer bool) *waiter {
+func (q *fairQueue) longestNewest(draw func(int) int, key flowKey, newcomer bool) *waiter {
 	var best *waitGroup
 	longest, ties := 0, 0
 	own := newcomer
@@ -404,7 +425,7 @@ func (q *fairQueue) longestNewest(draw func(int) int, prefix netip.Prefix, newco
 	for e := q.turns.Front(); e != nil; e = e.Next() {
 		grp := e.Value.(*waitGroup)
 		n := grp.waiters.Len()
-		if newcomer && grp.prefix == prefix {
+		if newcomer && grp.key == key {
 			n++
 			own = false
 		}
@@ -414,7 +435,7 @@ func (q *fairQueue) longestNewest(draw func(int) int, prefix netip.Prefix, newco
 		// The newcomer's group has no waiter yet: it is a group of one.
 		consider(nil, 1)
 	}
-	if best == nil || newcomer && best.prefix == prefix {
+	if best == nil || newcomer && best.key == key {
 		return nil
 	}
 	return best.waiters.Back().Value.(*waiter)
@@ -443,7 +464,7 @@ func (q *fairQueue) drop(w *waiter) {
 	grp.waiters.Remove(w.elem)
 	if grp.waiters.Len() == 0 {
 		q.turns.Remove(grp.turn)
-		delete(q.groups, grp.prefix)
+		delete(q.groups, grp.key)
 	}
 }
 

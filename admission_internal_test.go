@@ -214,7 +214,8 @@ func TestAdmissionClasses(t *testing.T) {
 // TestAdmissionAccountShare: one account's logins, from as many groups
 // as it likes and at its known addresses, hold at most an eighth of the
 // queue; a newcomer of the account past its share is refused, and the
-// rest of the queue stays for others.
+// rest of the queue stays for others. The known wait in a group per
+// account, so a full queue pushes out mallory's newest for alice.
 func TestAdmissionAccountShare(t *testing.T) {
 	const bound = 32
 	r := newGateRun(t, bound, 4)
@@ -238,8 +239,9 @@ func TestAdmissionAccountShare(t *testing.T) {
 		r.arrive(fmt.Sprint("other-", i), entrant{client: slash24(100), account: accountKey{kind: KindUser, name: fmt.Sprint("user-", i)}, class: classKnown})
 	}
 	r.arrive("alice", entrant{client: slash24(101), account: alice, class: classKnown})
-	if got := r.refused(); got != fmt.Sprint("other-", bound-share-1) {
-		t.Errorf("with the queue full, %s was answered; want the newest of the longest group", got)
+	// The known wait by account: mallory's four are the longest group.
+	if got := r.refused(); got != fmt.Sprint("mallory-", share-1) {
+		t.Errorf("with the queue full, %s was answered; want mallory's newest, of the longest group", got)
 	}
 	r.drain()
 }
