@@ -71,8 +71,8 @@ type Config struct {
 	// rightly from before takes seven turns of eight, an account from
 	// another address the eighth, a name no account has only the turns
 	// nobody else wants; within each, clients take turns by client group
-	// (IPv4 /24, IPv6 /56), and one account holds at most an eighth of
-	// the places. Past the bound a login takes the place of one of a
+	// (IPv4 /24, IPv6 /56), the known by account, and one account holds
+	// at most an eighth of the places. Past the bound a login takes the place of one of a
 	// lower class, or of the newest of the longest group, drawn at random
 	// among equals, or fails at once with [ErrOverloaded]. Defaults to
 	// 64; a negative value queues none.
