@@ -2,6 +2,7 @@ package nmauth
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
 	"time"
@@ -212,4 +213,89 @@ func clientKey(ctx context.Context) string {
 		return netip.PrefixFrom(addr, 64).String()
 	}
 	return addr.String()
+}
+
+// entrant is the login of t from the client of ctx as the hashing gate
+// places it (see admission): its account, and how to learn its class
+// should it have to wait. The class is read from the account's stored
+// clients, so that "known" belongs to an account and an address
+// together, survives a restart and is shared by every replica of the
+// Store: one account's right logins make no address known to another,
+// and no churn through other accounts forgets an owner's address.
+func (a *Authenticator) entrant(ctx context.Context, t loginTarget) entrant {
+	return entrant{
+		client:   clientOfContext(ctx),
+		account:  loginAccount(t),
+		classify: func() int { return a.loginClass(ctx, t) },
+	}
+}
+
+// hostEntrant is the login of host t from the client of ctx as the host
+// gate places it, client being its [clientKey]: known when the cache of machine credentials holds the
+// host for the client, else new. It reads no Store: a read to place a
+// login would be the very call the host gate bounds, outside its bound.
+// A host login costs no hash, so a flood of made-up ids does not fill
+// its queue as it does the hashing queue; a host whose credential is a
+// password hash meets the hashing gate, with its class read, too.
+func (a *Authenticator) hostEntrant(ctx context.Context, t loginTarget, client string) entrant {
+	e := entrant{client: clientOfContext(ctx), account: loginAccount(t), class: classNew}
+	if a.cachedKnown(t.name, client) {
+		e.class = classKnown
+	}
+	return e
+}
+
+// loginAccount is the account a login is for, as the gates count it: a
+// node's login is its host's.
+func loginAccount(t loginTarget) accountKey {
+	if t.kind == KindUser {
+		return accountKey{kind: KindUser, name: t.name}
+	}
+	return accountKey{kind: KindHost, name: t.name}
+}
+
+// cachedKnown reports whether the cache of machine credentials holds
+// host id with client among its known addresses, however old the entry:
+// it places a login at a gate, it grants nothing.
+func (a *Authenticator) cachedKnown(id, client string) bool {
+	r := a.status.peek(accountKey{kind: KindHost, name: id})
+	if r == nil {
+		return false
+	}
+	e := r.login.Load()
+	return e != nil && slices.Contains(e.clients, client)
+}
+
+// loginClass reads t's account to learn the class of its login from the
+// client of ctx. A host the cache holds for the client is known without a
+// read. A read that fails places the login with the new, so that a Store
+// fault never passes for a name that does not exist; the login answers
+// the fault itself.
+func (a *Authenticator) loginClass(ctx context.Context, t loginTarget) int {
+	client := clientKey(ctx)
+	var clients []state.Client
+	var err error
+	if t.read != nil {
+		if a.cachedKnown(t.name, client) {
+			return classKnown
+		}
+		var acc account
+		if acc, err = t.read(ctx); err == nil {
+			clients = *acc.clients
+		}
+	} else {
+		var u User
+		if u, err = a.guard.GetUser(ctx, t.name); err == nil {
+			clients = u.State.v.PasswordClients
+		}
+	}
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return classNobody
+	case err != nil:
+		return classNew
+	case slices.ContainsFunc(clients, func(c state.Client) bool { return c.Known && c.Client == client }):
+		return classKnown
+	}
+	return classNew
 }

@@ -67,13 +67,15 @@ type Config struct {
 	// once. Defaults to the number of CPUs.
 	PasswordHashConcurrency int
 	// PasswordHashQueue bounds how many logins wait for a hashing slot.
-	// The slots are shared fairly: clients that logged in rightly before
-	// from their address take seven turns of eight, and every client
-	// takes turns with the others of its class by client group (IPv4 /24,
-	// IPv6 /56). Past the bound a login takes the place of one from a
-	// larger group (or, from a known address, of an unknown one), or
-	// fails at once with [ErrOverloaded]. Defaults to 64; a negative
-	// value queues none.
+	// The slots are shared fairly: an account at an address it logged in
+	// rightly from before takes seven turns of eight, an account from
+	// another address the eighth, a name no account has only the turns
+	// nobody else wants; within each, clients take turns by client group
+	// (IPv4 /24, IPv6 /56), the known by account, and one account holds
+	// at most an eighth of the places. Past the bound a login takes the place of one of a
+	// lower class, or of the newest of the longest group, drawn at random
+	// among equals, or fails at once with [ErrOverloaded]. Defaults to
+	// 64; a negative value queues none.
 	PasswordHashQueue int
 	// HostLoginConcurrency bounds how many host logins run their Store
 	// calls at once; HostLoginQueue how many more wait, shared as the
@@ -392,10 +394,9 @@ type Authenticator struct {
 	bearer  *tokenVerifier
 	preAuth *tokenVerifier
 	hasher  *passwordHasher
-	// hostGate admits host logins; known names the clients with a recent
-	// right login, which both gates let in first.
+	// hostGate admits host logins. Both gates let an account in first at
+	// an address it logged in rightly from (see Authenticator.entrant).
 	hostGate *admission
-	known    *knownClients
 	tokens   *tokenCache
 	status   *statusCache[accountStatus]
 	// access keeps the access tokens; nil when the Store does not.
@@ -443,9 +444,8 @@ func New(cfg Config) (*Authenticator, error) {
 	if access != nil {
 		accessStore = access
 	}
-	known := newKnownClients()
 	hasher := newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand)
-	hasher.gate = hashGate(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.QueueTimeout, known)
+	hasher.gate = hashGate(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.QueueTimeout)
 	a := &Authenticator{
 		cfg:      cfg,
 		store:    store,
@@ -455,8 +455,7 @@ func New(cfg Config) (*Authenticator, error) {
 		bearer:   newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindUser, kindHost, kindNode),
 		preAuth:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
 		hasher:   hasher,
-		hostGate: newAdmission(cfg.HostLoginConcurrency, max(cfg.HostLoginQueue, 0), cfg.QueueTimeout, known),
-		known:    known,
+		hostGate: newAdmission(cfg.HostLoginConcurrency, max(cfg.HostLoginQueue, 0), cfg.QueueTimeout),
 		tokens:   newTokenCache(cfg.TokenCacheSize),
 		status:   newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store, accessStore)),
 		access:   access,
@@ -553,7 +552,7 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 	if err != nil {
 		return UserLogin{}, err
 	}
-	markProved(ctx)
+	markProvedAccount(ctx, accountKey{kind: KindUser, name: name})
 	return out, nil
 }
 
@@ -666,7 +665,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 			return err
 		}
 	}
-	release, err := a.hasher.acquire(parent)
+	release, err := a.hasher.acquire(parent, a.entrant(parent, t))
 	if err != nil {
 		return err
 	}
@@ -740,7 +739,7 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, sec
 		_, err := a.grantMachine(parent, t, e.account(t.name, client), secret, false, client, nil, admit, grant)
 		return true, err
 	}
-	if err := a.hostGate.acquire(parent, clientOfContext(parent)); err != nil {
+	if err := a.hostGate.acquire(parent, a.hostEntrant(parent, t, client)); err != nil {
 		return true, err
 	}
 	defer a.hostGate.release()
@@ -898,7 +897,6 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 			return seeded && err == nil, err
 		}
 	}
-	a.known.note(clientOfContext(ctx))
 	a.emit(ctx, Event{Type: t.grantedEvent(), Kind: t.kind, Name: t.name})
 	return seeded, nil
 }
@@ -946,8 +944,9 @@ func (a *Authenticator) newCredential(t loginTarget, stored, secret string, upgr
 // current one) and the account is not disabled: it marks the client
 // known, resets the counters, stores newCredential when set, and calls
 // grant. It emits the login's outcome, but for errHashChanged and for
-// grant's refusal of a right secret ([ErrForbidden]), and notes a granted
-// login's client as known (see knownClients).
+// grant's refusal of a right secret ([ErrForbidden]). The client marked
+// known is what places the account's next logins from it first at the
+// gates (see Authenticator.entrant).
 func (a *Authenticator) grantLogin(ctx context.Context, t loginTarget, checked, newCredential, client string,
 	grant func(acc account, now time.Time) error) (current string, err error) {
 	err = t.update(ctx, func(acc account) error {
@@ -973,7 +972,6 @@ func (a *Authenticator) grantLogin(ctx context.Context, t loginTarget, checked, 
 	case err != nil:
 		return "", err
 	}
-	a.known.note(clientOfContext(ctx))
 	a.emit(ctx, Event{Type: t.grantedEvent(), Kind: t.kind, Name: t.name})
 	return "", nil
 }
@@ -1128,7 +1126,14 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 	if registered != "" && mac != "" && mac != registered {
 		a.emit(ctx, Event{Type: EventHostMACChanged, Kind: kind, Name: id})
 	}
-	markProved(ctx)
+	if isMachineSecret(password) {
+		// A machine secret costs a digest, no hash: its attempt is given
+		// back every time, so that a fleet's back-to-back logins are not
+		// slowed, and a flood of them takes no hashing turn.
+		markProved(ctx)
+	} else {
+		markProvedAccount(ctx, accountKey{kind: KindHost, name: id})
+	}
 	return tok, id, nil
 }
 

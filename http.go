@@ -186,7 +186,7 @@ func (a *Authenticator) serveLimited(w http.ResponseWriter, r *http.Request, nex
 	}
 	next.ServeHTTP(w, &l.req)
 	if ctx.counted && ctx.proved.Load() {
-		a.clients.giveBack(b, a.now())
+		a.clients.giveBack(b, a.now(), ctx.provedFor.Load())
 	}
 }
 
@@ -206,6 +206,9 @@ type limitedCtx struct {
 	client  netip.Addr
 	counted bool
 	proved  atomic.Bool
+	// provedFor is a hash of the account proved, when the proof named
+	// one (see markProvedAccount).
+	provedFor atomic.Uint64
 }
 
 // provedKey finds a request's limitedCtx.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -229,67 +228,5 @@ func TestHostBurstWaitsInsteadOfFailing(t *testing.T) {
 	}
 	if len(failed) > 0 {
 		t.Errorf("host logins of the burst failed: %v; want every one to get in", failed)
-	}
-}
-
-// TestAdmissionOrder: with the one slot held and the queue full of one
-// group's waiters, a newcomer from another group takes the place of the
-// largest group's newest waiter, a known client takes an unknown one's,
-// and the slot then goes to the known client first, then to the groups in
-// turn.
-func TestAdmissionOrder(t *testing.T) {
-	known := newKnownClients()
-	owner := netip.MustParseAddr("203.0.113.9")
-	known.note(owner)
-	g := newAdmission(1, 3, time.Minute, known)
-	ctx := context.Background()
-	if err := g.acquire(ctx, netip.MustParseAddr("192.0.2.200")); err != nil {
-		t.Fatal(err)
-	}
-	order := make(chan string, 8)
-	results := make(chan error, 8)
-	arrive := func(name, addr string, waiting int) {
-		go func() {
-			err := g.acquire(ctx, netip.MustParseAddr(addr))
-			if err == nil {
-				order <- name
-				g.release()
-			}
-			results <- err
-		}()
-		for {
-			if _, w := g.load(); w == waiting {
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	arrive("a1", "192.0.2.1", 1)
-	arrive("a2", "192.0.2.2", 2)
-	arrive("a3", "192.0.2.3", 3)
-	arrive("b1", "198.51.100.1", 3) // pushes out a3
-	if err := <-results; !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("the largest group's newest waiter: %v; want ErrOverloaded", err)
-	}
-	arrive("owner", owner.String(), 3) // pushes out a2, the largest group's newest
-	if err := <-results; !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("pushed out for the known client: %v; want ErrOverloaded", err)
-	}
-	if err := g.acquire(ctx, netip.MustParseAddr("198.51.100.2")); !errors.Is(err, ErrOverloaded) {
-		t.Errorf("a newcomer whose group is as large as any: %v; want ErrOverloaded at once", err)
-	}
-	g.release()
-	var got []string
-	for range 3 {
-		got = append(got, <-order)
-		if err := <-results; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want := []string{"owner", "a1", "b1"}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("admitted in the order %v; want %v", got, want)
-	}
-	if r, w := g.load(); r != 0 || w != 0 {
-		t.Errorf("after all: %d running, %d waiting; want none", r, w)
 	}
 }

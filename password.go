@@ -118,7 +118,7 @@ func newPasswordHasher(concurrency, queue int, rnd io.Reader) *passwordHasher {
 		rnd = rand.Reader
 	}
 	return &passwordHasher{
-		gate:          hashGate(concurrency, queue, defaultQueueTimeout, nil),
+		gate:          hashGate(concurrency, queue, defaultQueueTimeout),
 		rnd:           rnd,
 		argonKey:      argon2.IDKey,
 		bcryptCompare: bcrypt.CompareHashAndPassword,
@@ -127,7 +127,7 @@ func newPasswordHasher(concurrency, queue int, rnd io.Reader) *passwordHasher {
 
 // hashGate is the admission of password hashes: concurrency and queue as
 // [newPasswordHasher] takes them.
-func hashGate(concurrency, queue int, timeout time.Duration, known *knownClients) *admission {
+func hashGate(concurrency, queue int, timeout time.Duration) *admission {
 	if concurrency <= 0 {
 		concurrency = runtime.NumCPU()
 	}
@@ -137,16 +137,15 @@ func hashGate(concurrency, queue int, timeout time.Duration, known *knownClients
 	case queue < 0:
 		queue = 0
 	}
-	return newAdmission(concurrency, queue, timeout, known)
+	return newAdmission(concurrency, queue, timeout)
 }
 
-// acquire waits for a slot, in its client's turn (the client ctx names,
-// see [WithClientAddr]). It fails with a [*RetryError] for [ErrOverloaded]
-// when the queue is full, or the wait outlasts the queue's timeout or
-// ctx's deadline, and with ctx.Err() if ctx is cancelled. On success the
-// caller must call release.
-func (h *passwordHasher) acquire(ctx context.Context) (release func(), err error) {
-	if err := h.gate.acquire(ctx, clientOfContext(ctx)); err != nil {
+// acquire waits for a slot, in e's turn (see admission). It fails with
+// a [*RetryError] for [ErrOverloaded] when the queue is full, or the wait
+// outlasts the queue's timeout or ctx's deadline, and with ctx.Err() if
+// ctx is cancelled. On success the caller must call release.
+func (h *passwordHasher) acquire(ctx context.Context, e entrant) (release func(), err error) {
+	if err := h.gate.acquire(ctx, e); err != nil {
 		return nil, err
 	}
 	return h.gate.release, nil
@@ -156,7 +155,9 @@ func (h *passwordHasher) acquire(ctx context.Context) (release func(), err error
 // parameters and a fresh salt. password should already be prepared with
 // [checkPasswordPolicy].
 func (h *passwordHasher) hash(ctx context.Context, password string) (string, error) {
-	release, err := h.acquire(ctx)
+	// A new hash is an administrator's or an account's own, never a
+	// stranger's: it waits with the known.
+	release, err := h.acquire(ctx, entrant{client: clientOfContext(ctx), class: classKnown})
 	if err != nil {
 		return "", err
 	}
@@ -182,7 +183,7 @@ func (h *passwordHasher) hashHeld(password string) (string, error) {
 // ever true when ok is. A malformed or unknown hash gives an error wrapping
 // errMalformedHash; a full queue or an ended ctx gives their errors.
 func (h *passwordHasher) verify(ctx context.Context, encoded, password string) (ok, upgrade bool, err error) {
-	release, err := h.acquire(ctx)
+	release, err := h.acquire(ctx, entrant{client: clientOfContext(ctx), class: classNew})
 	if err != nil {
 		return false, false, err
 	}
@@ -234,9 +235,10 @@ func (h *passwordHasher) verifyBcrypt(encoded, password string) (ok, upgrade boo
 // verifyDummy does the work of verifying password against a hash that
 // matches nothing, so that a login for an unknown user takes as long as
 // one for a known user. Its only error is that of the concurrency bound,
-// so that an overload still answers as one.
+// so that an overload still answers as one. It names no account that
+// exists, so it waits with the names no account has.
 func (h *passwordHasher) verifyDummy(ctx context.Context, password string) error {
-	release, err := h.acquire(ctx)
+	release, err := h.acquire(ctx, entrant{client: clientOfContext(ctx), class: classNobody})
 	if err != nil {
 		return err
 	}

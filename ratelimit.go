@@ -1,10 +1,13 @@
 package nmauth
 
 import (
+	"context"
+	"hash/maphash"
 	"math"
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,7 +95,33 @@ type clientBucket struct {
 	// seen counts the address's attempts of the current minute, for
 	// proxyWatch.
 	seen minuteCount
+	// gave is the accounts whose right logins gave their attempt back
+	// lately; nil until one did. mu guards it.
+	mu   sync.Mutex
+	gave *[giveBackMemory]gaveBack
 }
+
+// gaveBack is one account whose right login gave its attempt back, and
+// when, in Unix nanoseconds.
+type gaveBack struct {
+	account uint64
+	at      int64
+}
+
+// A right login gives its attempt back once per account and address in
+// giveBackWindow, so that a fleet behind one address, each of its hosts
+// an account of its own, is not slowed by its own logins, while one
+// client sending one account's right logins again and again spends its
+// budget as any other attempt does. The last giveBackMemory accounts are
+// remembered: a client cycling through more accounts than that, all of
+// them with their right passwords, still gets their attempts back, each
+// account's logins bounded by its share of the gates (see admission).
+// A host's machine secret, which costs no hash, gets its attempt back
+// every time (see [Authenticator.LoginHost]).
+const (
+	giveBackWindow = time.Minute
+	giveBackMemory = 8
+)
 
 // take counts an attempt of the client addr at now. It returns how long
 // the client must wait before the attempt would be allowed, zero when it
@@ -122,15 +151,60 @@ func (l *clientLimiter) take(addr netip.Addr, now time.Time) (*clientBucket, tim
 }
 
 // giveBack returns the attempt that take counted in b at an earlier time,
-// after it proved a right credential. It never fills the bucket beyond
-// full, so a client gains nothing by it but the attempt it spent.
-func (l *clientLimiter) giveBack(b *clientBucket, now time.Time) {
+// after it proved a right credential of account (a hash of its
+// accountKey; 0 when the proof names none), unless that account had one
+// given back from this address within giveBackWindow. It never fills the
+// bucket beyond full, so a client gains nothing by it but the attempt it
+// spent.
+func (l *clientLimiter) giveBack(b *clientBucket, now time.Time, account uint64) {
 	ns := now.UnixNano()
+	if account != 0 && !b.firstGiveBack(account, ns) {
+		return
+	}
 	for {
 		tat := b.tat.Load()
 		if tat <= ns || b.tat.CompareAndSwap(tat, max(tat-l.interval, ns)) {
 			return
 		}
+	}
+}
+
+// firstGiveBack reports whether account had no attempt given back from
+// b's address within giveBackWindow of ns, and notes it as given now.
+func (b *clientBucket) firstGiveBack(account uint64, ns int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gave == nil {
+		b.gave = new([giveBackMemory]gaveBack)
+	}
+	oldest := 0
+	for i, g := range b.gave {
+		if g.account == account && ns-g.at < int64(giveBackWindow) {
+			return false
+		}
+		if g.at < b.gave[oldest].at {
+			oldest = i
+		}
+	}
+	b.gave[oldest] = gaveBack{account: account, at: ns}
+	return true
+}
+
+// provedAccountSeed keys the hashes of accounts for giveBack.
+var provedAccountSeed = maphash.MakeSeed()
+
+// markProvedAccount is [markProved] for a login of account: its
+// attempt is given back only once per account and address in
+// giveBackWindow (see giveBack).
+func markProvedAccount(ctx context.Context, account accountKey) {
+	if lc, ok := ctx.Value(provedKey{}).(*limitedCtx); ok {
+		var h maphash.Hash
+		h.SetSeed(provedAccountSeed)
+		h.WriteString(string(account.kind))
+		h.WriteByte(0)
+		h.WriteString(account.name)
+		lc.provedFor.Store(h.Sum64() | 1)
+		lc.proved.Store(true)
 	}
 }
 

@@ -109,8 +109,8 @@ func TestClientLimiterConcurrent(t *testing.T) {
 			for range 10 {
 				if b, wait := l.take(addr, now); wait == 0 {
 					allowed.Add(1)
-					l.giveBack(b, now)
-					l.giveBack(b, now) // more than was taken: a no-op past full
+					l.giveBack(b, now, 0)
+					l.giveBack(b, now, 0) // more than was taken: a no-op past full
 				}
 			}
 		}()

@@ -2,6 +2,7 @@ package nmauth_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -91,22 +92,48 @@ func TestClientLimitIgnoresForwardedWithoutTrustedProxy(t *testing.T) {
 
 // TestClientLimitGivesBackRightLogins checks that a right password gives
 // its attempt back, so that many logins from one address (a fleet behind
-// one NAT address) are not throttled by their own successes, while wrong
-// ones still use the budget up, and the right password waits with them.
+// one NAT address, each of its members an account of its own) are not
+// throttled by their own successes, while wrong ones still use the
+// budget up, and the right password waits with them.
 func TestClientLimitGivesBackRightLogins(t *testing.T) {
 	f := newFixture(t, func(c *nmauth.Config) { c.ClientRate, c.ClientBurst = 1, 3 })
-	f.addUser("alice", "correct horse battery")
 	for i := range 10 {
-		if r := f.loginUser("alice", "correct horse battery"); r.status != 200 {
-			t.Fatalf("right login %d from one address: %d", i+1, r.status)
+		f.addUser(fmt.Sprint("user-", i), "correct horse battery")
+	}
+	for i := range 10 {
+		if r := f.loginUser(fmt.Sprint("user-", i), "correct horse battery"); r.status != 200 {
+			t.Fatalf("right login of user-%d from one address: %d", i, r.status)
 		}
 	}
 	for range 3 {
-		wantError(t, f.loginUser("alice", "wrong password"), 401)
+		wantError(t, f.loginUser("user-0", "wrong password"), 401)
 	}
-	wantError(t, f.loginUser("alice", "correct horse battery"), 429)
+	wantError(t, f.loginUser("user-1", "correct horse battery"), 429)
 	f.clock.Advance(time.Second)
-	wantStatus(t, f.loginUser("alice", "correct horse battery"), 200)
+	wantStatus(t, f.loginUser("user-1", "correct horse battery"), 200)
+}
+
+// TestClientLimitRepeatedRightLogins checks that one account's right
+// logins, sent again and again from one address, get their attempt back
+// once a minute, not each time: they use the client's budget up as any
+// other attempt, and cannot flood the gates from one address (issue 38).
+// A minute later the account's right login gives its attempt back again.
+func TestClientLimitRepeatedRightLogins(t *testing.T) {
+	const burst = 3
+	f := newFixture(t, func(c *nmauth.Config) { c.ClientRate, c.ClientBurst = 1, burst })
+	f.addUser("mallory", "correct horse battery")
+	for i := range burst + 1 {
+		if r := f.loginUser("mallory", "correct horse battery"); r.status != 200 {
+			t.Fatalf("right login %d of mallory: %d", i+1, r.status)
+		}
+	}
+	wantError(t, f.loginUser("mallory", "correct horse battery"), 429)
+	f.clock.Advance(time.Minute)
+	for i := range burst {
+		if r := f.loginUser("mallory", "correct horse battery"); r.status != 200 {
+			t.Fatalf("right login %d of mallory a minute later: %d", i+1, r.status)
+		}
+	}
 }
 
 // TestClientLimitGivesBackNoGuesses checks that giving back right

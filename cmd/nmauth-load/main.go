@@ -23,6 +23,16 @@
 //	             for -d, while -user logs in rightly from an address of
 //	             its own where it logged in before: how many of its right
 //	             logins answer 200 within 5 s
+//	groups       -groups client groups (IPv4 /24s, or with -groups-ipv6
+//	             IPv6 /56s of one /48), one address and one request in
+//	             flight each, named in X-Forwarded-For to a server that
+//	             trusts 127.0.0.1 as its proxy, send -groups-flood (made-up
+//	             names, one account's right logins, or wrong passwords of
+//	             the account below) for -d, while -user (or with
+//	             -groups-login host the first fleet host) logs in every
+//	             -groups-every from a new address or its known one
+//	             (-groups-device): how many of its logins answer 200
+//	             within 5 s
 //	burst        -fleet-hosts hosts, each on a connection from an address
 //	             of its own, log in at one moment and then back to back
 //	             for -d: every answer's status, p99, the slowest answer
@@ -122,6 +132,8 @@ type options struct {
 	fleetPassword string
 	fleetRelogin  time.Duration
 
+	groups groupsOptions
+
 	serve string
 }
 
@@ -131,7 +143,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.SetOutput(out)
 	var scenarios string
 	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081", "base URL of the server; must be loopback")
-	fs.StringVar(&scenarios, "scenarios", "healthz,whoami", "comma-separated: healthz, whoami, login, verify-totp, fleet, flood, burst")
+	fs.StringVar(&scenarios, "scenarios", "healthz,whoami", "comma-separated: healthz, whoami, login, verify-totp, fleet, flood, burst, groups")
 	fs.IntVar(&o.bounds.clients, "c", 16, "concurrent keep-alive clients")
 	fs.DurationVar(&o.bounds.d, "d", 10*time.Second, "time bound per scenario (0: none)")
 	fs.IntVar(&o.bounds.n, "n", 0, "request bound per scenario (0: none)")
@@ -155,6 +167,14 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.StringVar(&o.fleetPrefix, "fleet-prefix", "fleet", "fleet hosts are PREFIX-0000000, PREFIX-0000001, …")
 	fs.StringVar(&o.fleetPassword, "fleet-password", getenv("NMAUTH_LOAD_FLEET_PASSWORD"), "password of every fleet host (env NMAUTH_LOAD_FLEET_PASSWORD)")
 	fs.DurationVar(&o.fleetRelogin, "fleet-relogin", 15*time.Minute, "a fleet host logs in again this long after its last login: its token's lifetime")
+	fs.IntVar(&o.groups.groups, "groups", 100, "groups: how many client groups flood, one address and one request in flight each")
+	fs.BoolVar(&o.groups.ipv6, "groups-ipv6", false, "groups: the groups are IPv6 /56s of one /48, not IPv4 /24s")
+	fs.StringVar(&o.groups.flood, "groups-flood", "made-up", "groups: what they send: made-up (names, wrong passwords), account (right logins of -flood-user or the second fleet host), own (wrong passwords of the account that logs in)")
+	fs.StringVar(&o.groups.device, "groups-device", "new", "groups: the account logs in from a new address each time (new) or from the one it logged in from before (known)")
+	fs.StringVar(&o.groups.login, "groups-login", "user", "groups: the account is -user (user) or the first fleet host (host)")
+	fs.DurationVar(&o.groups.every, "groups-every", 1200*time.Millisecond, "groups: time from one of the account's logins to the next")
+	fs.StringVar(&o.groups.floodUser, "flood-user", getenv("NMAUTH_LOAD_FLOOD_USER"), "groups: the user whose right logins flood (with -serve: created) (env NMAUTH_LOAD_FLOOD_USER)")
+	fs.StringVar(&o.groups.floodPassword, "flood-password", getenv("NMAUTH_LOAD_FLOOD_PASSWORD"), "password of -flood-user (env NMAUTH_LOAD_FLOOD_PASSWORD)")
 	fs.StringVar(&o.serve, "serve", "", "serve the library over a MemoryStore at this loopback address")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

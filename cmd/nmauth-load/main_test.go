@@ -642,3 +642,41 @@ func TestBurstHostsOnTheirOwnConnections(t *testing.T) {
 		t.Errorf("output lacks %q:\n%s", want, log.String())
 	}
 }
+
+// TestGroupsScenario: 20 IPv4 /24s, named through the trusted proxy,
+// flood made-up names at a server with one hashing slot and four places
+// while the user logs in from a new address each time; the user's logins
+// are the result, and the lines report the flood's answers and how many
+// of the user's answered 200 within 5 s.
+func TestGroupsScenario(t *testing.T) {
+	srv := testServer(t, 0, func(c *nmauth.Config) {
+		c.PasswordHashConcurrency, c.PasswordHashQueue = 1, 4
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // the flood's refusals are many
+	})
+	o := mustParse(t, "-target", srv.URL, "-user", testUser, "-scenarios", "groups", "-c", "24",
+		"-groups", "20", "-groups-every", "100ms", "-d", "1s")
+	var log bytes.Buffer
+	results, err := runScenarios(context.Background(), o, testAPI(t, o), &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results[0]
+	if r.answered() < 1 || r.transport != 0 {
+		t.Errorf("the user's right logins: %d answered, errors %s; want some, all answered\n%s", r.answered(), r.errorSummary(), log.String())
+	}
+	var groups, ok, wrong, throttled, busy, lost int
+	if _, err := fmt.Sscanf(strings.Split(log.String(), "\n")[0], "groups: made-up from %d IPv4 /24s: 200×%d 401×%d 429×%d 503×%d no-answer×%d",
+		&groups, &ok, &wrong, &throttled, &busy, &lost); err != nil {
+		t.Fatalf("summary %q: %v", log.String(), err)
+	}
+	if groups != 20 || ok != 0 || wrong < 1 || busy+throttled < 1 {
+		t.Errorf("flood summary %q: want 20 groups, no made-up name let in, some answered 401 and some turned away", log.String())
+	}
+	var inTime, all int
+	line := strings.Split(log.String(), "\n")[1]
+	if _, err := fmt.Sscanf(line, "groups: user "+testUser+"'s right logins from a new address: %d of %d answered 200 within 5s", &inTime, &all); err != nil ||
+		all != r.answered() || inTime > r.ok() {
+		t.Errorf("the user's line %q (%v): want its %d logins, at most its %d answered 200", line, err, r.answered(), r.ok())
+	}
+}

@@ -12,7 +12,7 @@ import (
 
 // scenarioNames are the scenarios the tool knows, in the order of the
 // usage text.
-var scenarioNames = []string{"healthz", "whoami", "login", "verify-totp", "fleet", "flood", "burst"}
+var scenarioNames = []string{"healthz", "whoami", "login", "verify-totp", "fleet", "flood", "burst", "groups"}
 
 func parseScenarios(list string) ([]string, error) {
 	var out []string
@@ -64,6 +64,8 @@ func runScenario(ctx context.Context, o *options, a *api, name string, log io.Wr
 		return passwordFlood(ctx, o, a, log)
 	case "burst":
 		return hostBurst(ctx, o, a, log)
+	case "groups":
+		return groupsFlood(ctx, o, a, log)
 	}
 	next, finish, err := prepareScenario(ctx, o, a, name, log)
 	if err != nil {

@@ -46,7 +46,10 @@ func newServeMux(auth *nmauth.Authenticator) *http.ServeMux {
 
 // serveMemory serves the library over a MemoryStore on a loopback address
 // with nmauthd's routes, for the memory-store figures that nmauthd, which
-// keeps its data in SQL, cannot give. It creates the user -user and the
+// keeps its data in SQL, cannot give. It trusts 127.0.0.1 as a reverse
+// proxy, so that the groups scenario may name its clients in
+// X-Forwarded-For; a request without the header is its peer's. It
+// creates the user -user, -flood-user, and the
 // users -totp-prefix-0000… (TOTP off, for -setup to enroll) and the hosts
 // of the fleet scenario, prints the credentials, and serves until ctx
 // ends.
@@ -68,7 +71,9 @@ func serveMemory(ctx context.Context, o *options, out io.Writer) error {
 		Store:     store,
 		Secrets:   [][]byte{randomBytes(32)},
 		MasterKey: mk,
-		Logger:    slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// The groups scenario names its clients through the proxy.
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		Logger:         slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err
@@ -108,6 +113,11 @@ func seedUsers(ctx context.Context, o *options, auth *nmauth.Authenticator, out 
 		}
 		if err := auth.Admin().CreateUser(ctx, o.user, o.password); err != nil {
 			return fmt.Errorf("creating %s: %w", o.user, err)
+		}
+	}
+	if g := o.groups; g.floodUser != "" && g.floodPassword != "" {
+		if err := auth.Admin().CreateUser(ctx, g.floodUser, g.floodPassword); err != nil {
+			return fmt.Errorf("creating %s: %w", g.floodUser, err)
 		}
 	}
 	names := totpNames(o)
