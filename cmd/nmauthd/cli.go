@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nmauth/nmauth"
 )
@@ -76,6 +77,11 @@ type options struct {
 	// An import's source and mode (see import.go).
 	from   string
 	dryRun bool
+
+	// Netmaker's database, served in front of (see netmakerfront.go),
+	// and the tokens' lifetimes.
+	netmakerDB            string
+	userTokenTTL, hostTTL time.Duration
 }
 
 // stringList is a flag that may be given more than once.
@@ -100,8 +106,9 @@ type command struct {
 
 var commands = []command{
 	{name: "serve", flags: []string{"addr", "access-log", "dev", "demo-page", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
-		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client"}, run: serve,
-		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*)"},
+		"sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client",
+		"netmaker-db", "user-token-ttl", "host-token-ttl"}, run: serve,
+		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --sso-*, --netmaker-db, --user-token-ttl, --host-token-ttl)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -220,6 +227,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var(&o.ssoDomains, "sso-domain", "admit only verified e-mails of this domain; repeatable")
 	fs.StringVar(&o.ssoGroup, "sso-group", "", "admit only identities whose groups claim holds this group")
 	fs.BoolVar(&o.ssoPublicClient, "sso-public-client", false, "the client is public at the provider: no secret, PKCE only (else $NMAUTH_SSO_CLIENT_SECRET is required)")
+	fs.StringVar(&o.netmakerDB, "netmaker-db", "", "serve in front of an unchanged Netmaker (with --wire netmaker): read its accounts live from its database, a SQLite path or a postgres:// URL, and sign its tokens")
+	fs.DurationVar(&o.userTokenTTL, "user-token-ttl", 0, "lifetime of a user token (default 1h; with --netmaker-db Netmaker's, which it may only shorten)")
+	fs.DurationVar(&o.hostTTL, "host-token-ttl", 0, "lifetime of a host token (default and most 15m)")
 	fs.BoolVar(&o.repair, "repair", false, "reset each broken column that check finds to a safe value")
 	return fs
 }
