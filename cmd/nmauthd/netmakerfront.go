@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/sso"
 )
 
 // netmakerHostTTL is the lifetime of Netmaker's host tokens, which its
@@ -29,6 +30,9 @@ func frontNetmaker(ctx context.Context, o *options, db *database, secrets [][]by
 	}
 	if cfg.Wire != nmauth.WireNetmaker {
 		return nil, errors.New("--netmaker-db serves Netmaker's clients: give --wire netmaker")
+	}
+	if o.ssoCreateUsers {
+		return nil, errors.New("--sso-create-users: with --netmaker-db, users are made in Netmaker; single sign-on logs in the Netmaker user of the identity's e-mail")
 	}
 	nm, err := openNetmakerLive(ctx, o.netmakerDB)
 	if err != nil {
@@ -59,6 +63,29 @@ func frontNetmaker(ctx context.Context, o *options, db *database, secrets [][]by
 	log.Info("in front of Netmaker: its accounts are read live, its tokens signed with its secret",
 		"netmaker_db", nm.name, "user_token_ttl", cfg.UserTokenTTL.String(), "host_token_ttl", cfg.HostTokenTTL.String())
 	return live, nil
+}
+
+// ssoUser is the sso.Config.FindUser of the live mode: the Netmaker user
+// that Netmaker's own single sign-on made for the identity (its
+// external_identity_provider_id is the identity's subject), else the one
+// named by the identity's e-mail, when the provider verified it, as
+// Netmaker names the users its single sign-on makes.
+func (s *netmakerStore) ssoUser(ctx context.Context, id sso.Identity) (string, error) {
+	key, found, err := s.nm.userByExternalID(ctx, id.Subject)
+	if err != nil || !found {
+		if err != nil || !id.EmailVerified || id.Email == "" {
+			return "", err
+		}
+		key = id.Email
+	}
+	name, err := nmauth.PrepareUsername(key)
+	if err != nil {
+		return "", nil
+	}
+	if _, found, err = s.nm.user(ctx, name); err != nil || !found {
+		return "", err
+	}
+	return name, nil
 }
 
 // serves tells s the Authenticator over it.

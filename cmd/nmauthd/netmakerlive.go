@@ -299,17 +299,49 @@ func netmakerMAC(h netmakerHost) string {
 // isMember is the Config.NodeMember of the live mode: whether Netmaker
 // holds a node of the host in the network.
 func (r *netmakerReader) isMember(ctx context.Context, network, hostID string) (bool, error) {
-	q := "SELECT 1 FROM nodes WHERE json_extract(value, '$.hostid') = ? AND json_extract(value, '$.network') = ? LIMIT 1"
-	if r.postgres {
-		q = "SELECT 1 FROM nodes WHERE (value::json)->>'hostid' = $1 AND (value::json)->>'network' = $2 LIMIT 1"
-	}
-	var one int
-	err := r.db.QueryRowContext(ctx, q, hostID, network).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
+	found := false
+	err := r.withField(ctx, "nodes", "hostid", hostID, func(_ string, v []byte) bool {
+		var n netmakerNode
+		found = json.Unmarshal(v, &n) == nil && strings.EqualFold(n.HostID, hostID) && n.Network == network
+		return found
+	})
+	return found, err
+}
+
+// userByExternalID reads the key of the Netmaker user whose single
+// sign-on identity is subject.
+func (r *netmakerReader) userByExternalID(ctx context.Context, subject string) (key string, found bool, err error) {
+	err = r.withField(ctx, "users", "external_identity_provider_id", subject, func(k string, v []byte) bool {
+		var u netmakerUser
+		found = json.Unmarshal(v, &u) == nil && u.ExternalID == subject
+		key = k
+		return found
+	})
+	return key, found, err
+}
+
+// withField calls fn with the records of a Netmaker table whose JSON
+// value may hold field with the string value, until fn returns true. The
+// records are found by the bytes encoding/json writes for the pair, as
+// Netmaker writes them, and fn decodes each to be sure: a database's
+// JSON functions would fail the whole query on one malformed record.
+func (r *netmakerReader) withField(ctx context.Context, table, field, value string, fn func(key string, value []byte) bool) error {
+	pair, _ := json.Marshal(map[string]string{field: value})
+	pattern := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(string(pair[1:len(pair)-1])) + "%"
+	rows, err := r.db.QueryContext(ctx, r.rebind("SELECT key, value FROM "+table+` WHERE value LIKE ? ESCAPE '\'`), pattern)
 	if err != nil {
-		return false, fmt.Errorf("reading Netmaker's nodes table: %w", err)
+		return fmt.Errorf("reading Netmaker's %s table: %w", table, err)
 	}
-	return true, nil
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var v sql.NullString
+		if err := rows.Scan(&k, &v); err != nil {
+			return fmt.Errorf("reading Netmaker's %s table: %w", table, err)
+		}
+		if fn(k, []byte(v.String)) {
+			return nil
+		}
+	}
+	return rows.Err()
 }

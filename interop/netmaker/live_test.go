@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -276,4 +279,95 @@ func frontOfNetmaker(t *testing.T, f netmakerFleet, dir, src string, fileSum fun
 		st, _ := s.post("/api/hosts/adm/authenticate", "", models.AuthParams{MacAddress: f.mac.String(), ID: hostID.String(), Password: hostSecret})
 		return st == http.StatusOK
 	})
+}
+
+// TestLiveFrontSSO: in front of Netmaker, single sign-on at nmauthd logs
+// in the Netmaker user of the identity, and Netmaker accepts the token:
+// the user Netmaker's own single sign-on made (its
+// external_identity_provider_id is the identity's subject), and a user
+// named by the identity's verified e-mail. An identity with no Netmaker
+// user gets no token. The provider is zitadel/oidc's example.
+func TestLiveFrontSSO(t *testing.T) {
+	binaries(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("DATABASE", "sqlite")
+	writeNetmaker(t) // dave signed in through Netmaker's single sign-on
+	logic.SetJWTSecret()
+	ann := models.User{UserName: "ann@example.com", AuthType: models.OAuth, PlatformRoleID: models.AdminRole}
+	b, _ := json.Marshal(ann)
+	if err := database.Insert(ann.UserName, string(b), database.USERS_TABLE_NAME); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	callback := "http://" + addr + "/api/oauth/callback"
+	issuer := startProviderWith(t, "live-sso", callback, `{
+		"id1": {"ID": "id1", "Username": "ann", "Password": "op-password-1", "Email": "ann@example.com", "EmailVerified": true, "PreferredLanguage": "en"},
+		"provider-subject-of-dave": {"ID": "provider-subject-of-dave", "Username": "dave", "Password": "op-password-2", "Email": "dave@elsewhere.example", "EmailVerified": true, "PreferredLanguage": "en"},
+		"id3": {"ID": "id3", "Username": "bea", "Password": "op-password-3", "Email": "bea@example.com", "EmailVerified": true, "PreferredLanguage": "en"}}`)
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	env := append(os.Environ(), "MASTER_KEY="+masterKey, "NMAUTH_SECRET="+hex.EncodeToString(secret), "NMAUTH_ENV=")
+	s := serveDB(t, dir, filepath.Join(dir, "nmauth.db"), env, "netmaker", "--addr="+addr,
+		"--netmaker-db="+filepath.Join(dir, "data", "netmaker.db"), "--sso-issuer="+issuer, "--sso-client-id=live-sso",
+		"--sso-redirect-url="+callback, "NMAUTH_SSO_CLIENT_SECRET=sso-client-secret")
+	waitSSO(t, s)
+
+	for _, tc := range []struct{ user, password, want string }{
+		{"ann", "op-password-1", "ann@example.com"},
+		{"dave", "op-password-2", "dave"},
+		{"bea", "op-password-3", ""},
+	} {
+		status, got := browserSSO(t, s, issuer, tc.user, tc.password)
+		if tc.want == "" {
+			if status != http.StatusForbidden || got.Get("authToken") != "" {
+				t.Errorf("%s, no Netmaker user: %d %v, want 403 and no token", tc.user, status, got)
+			}
+			continue
+		}
+		tok := got.Get("authToken")
+		if tok == "" {
+			t.Fatalf("%s: %d, no token", tc.user, status)
+		}
+		if name, _ := netmakerAccepts(t, tok); name != tc.want {
+			t.Errorf("%s: Netmaker reads the token as %q, want %q", tc.user, name, tc.want)
+		}
+	}
+}
+
+// browserSSO is a browser's single sign-on at nmauthd: it starts at
+// /api/oauth/login, logs in at the provider, and returns the status of
+// nmauthd's callback and the login in the fragment it redirects to.
+func browserSSO(t *testing.T, s *server, issuer, user, password string) (int, url.Values) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	var done url.Values
+	client := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Fragment != "" {
+			done, _ = url.ParseQuery(req.URL.Fragment)
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	resp, err := client.Get(s.url + "/api/oauth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := authRequestID.FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no login form at the provider: %.300s", body)
+	}
+	resp, err = client.PostForm(issuer+"/login/username", url.Values{"id": {string(m[1])}, "username": {user}, "password": {password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, done
 }
