@@ -1,0 +1,166 @@
+package netmaker
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gravitl/netmaker/models"
+)
+
+// TestRealNetmakerFront runs nmauthd serve --netmaker-db in front of
+// Netmaker v1.4.0's own server (see startNetmaker), on SQLite and on
+// PostgreSQL, behind a split of the API's paths as deploy/Caddyfile makes
+// it: the real nmctl logs in through nmauthd and lists Netmaker's
+// networks; a host registered through Netmaker's register route logs in
+// at nmauthd and pulls its state from Netmaker with that token; TOTP
+// turned on at nmauthd holds and Netmaker accepts the token it ends with;
+// a user made through Netmaker's API logs in within 5 s; and nmauthd
+// leaves Netmaker's tables as they were.
+func TestRealNetmakerFront(t *testing.T) {
+	for _, database := range []string{"sqlite", "postgres"} {
+		t.Run(database, func(t *testing.T) {
+			nm := startNetmaker(t, database)
+			a := seedNetmaker(nm)
+			dir := t.TempDir()
+			secret := make([]byte, 32)
+			rand.Read(secret)
+			env := append(os.Environ(), "MASTER_KEY="+masterKey, "NMAUTH_SECRET="+hex.EncodeToString(secret), "NMAUTH_ENV=")
+			s := serveDB(t, dir, filepath.Join(dir, "nmauth.db"), env, "netmaker", "--netmaker-db="+nm.DB)
+			split := httptest.NewServer(splitPaths(t, s.url, nm.URL))
+			defer split.Close()
+			tables := realNetmakerTables(t, nm)
+
+			home := t.TempDir()
+			for _, args := range [][]string{
+				{"context", "set", "front", "--endpoint", split.URL, "--username", a.Admin, "--password", a.AdminPassword},
+				{"context", "use", "front"},
+				{"network", "list"},
+			} {
+				if out, err := runNmctl(t, home, args...); err != nil || args[0] == "network" && !strings.Contains(out, a.Network) {
+					t.Fatalf("nmctl %v through the split: %v\n%s", args, err, out)
+				}
+			}
+
+			var login models.SuccessResponse
+			st, b := callJSON(t, http.MethodPost, split.URL+"/api/hosts/adm/authenticate", "",
+				models.AuthParams{ID: a.HostID.String(), Password: a.HostPassword, MacAddress: a.HostMAC.String()}, &login)
+			if st != http.StatusOK {
+				t.Fatalf("host login through the split: %d %s", st, b)
+			}
+			var pull models.HostPull
+			if st, b := callJSON(t, http.MethodGet, split.URL+"/api/v1/host", authToken(t, login), nil, &pull); st != http.StatusOK || pull.Host.ID != a.HostID {
+				t.Fatalf("GET /api/v1/host at Netmaker with nmauthd's host token: %d %s", st, b)
+			}
+
+			// bob turns TOTP on at nmauthd with the token Netmaker accepts.
+			bob := userLoginAt(t, split.URL, a.User, a.UserPassword)
+			var init models.SuccessResponse
+			if st, b := callJSON(t, http.MethodPost, split.URL+"/api/users/"+a.User+"/auth/init-totp", bob, nil, &init); st != http.StatusOK {
+				t.Fatalf("init-totp: %d %s", st, b)
+			}
+			e := into[models.TOTPInitiateResponse](t, init)
+			if st, b := callJSON(t, http.MethodPost, split.URL+"/api/users/"+a.User+"/auth/complete-totp", bob, models.UserTOTPVerificationParams{
+				OTPAuthURL: e.OTPAuthURL, OTPAuthURLSignature: e.OTPAuthURLSignature, TOTP: code(t, e.OTPAuthURL, time.Now()),
+			}, nil); st != http.StatusOK {
+				t.Fatalf("complete-totp: %d %s", st, b)
+			}
+			var partial models.SuccessResponse
+			callJSON(t, http.MethodPost, split.URL+"/api/users/adm/authenticate", "", models.UserAuthParams{UserName: a.User, Password: a.UserPassword}, &partial)
+			pre := into[models.PartialUserLoginResponse](t, partial)
+			if pre.PreAuthToken == "" {
+				t.Fatal("bob's next login asks no code")
+			}
+			var verified models.SuccessResponse
+			if st, b := callJSON(t, http.MethodPost, split.URL+"/api/users/"+a.User+"/auth/verify-totp", pre.PreAuthToken,
+				models.UserTOTPVerificationParams{TOTP: code(t, e.OTPAuthURL, time.Now().Add(30*time.Second))}, &verified); st != http.StatusOK {
+				t.Fatalf("verify-totp: %d %s", st, b)
+			}
+			if st, b := callJSON(t, http.MethodGet, split.URL+"/api/networks", authToken(t, verified), nil, nil); st != http.StatusOK || !strings.Contains(string(b), a.Network) {
+				t.Fatalf("GET /api/networks at Netmaker with the token of bob's TOTP login: %d %s", st, b)
+			}
+			if realNetmakerTables(t, nm) != tables {
+				t.Fatal("nmauthd changed Netmaker's tables")
+			}
+
+			nm.CreateUser(a.AdminToken, "carol", "carol-password-1")
+			eventually(t, "a user created through Netmaker's API", func() bool {
+				st, _ := callJSON(t, http.MethodPost, split.URL+"/api/users/adm/authenticate", "", models.UserAuthParams{UserName: "carol", Password: "carol-password-1"}, nil)
+				return st == http.StatusOK
+			})
+		})
+	}
+}
+
+// userLoginAt logs a user in at target and returns the token.
+func userLoginAt(t *testing.T, target, name, password string) string {
+	t.Helper()
+	var r models.SuccessResponse
+	if st, b := callJSON(t, http.MethodPost, target+"/api/users/adm/authenticate", "", models.UserAuthParams{UserName: name, Password: password}, &r); st != http.StatusOK {
+		t.Fatalf("%s's login: %d %s", name, st, b)
+	}
+	return authToken(t, r)
+}
+
+// splitPaths sends the paths nmauthd serves in front of Netmaker to
+// nmauthd and every other one to Netmaker, as deploy/Caddyfile does.
+func splitPaths(t *testing.T, nmauthd, netmaker string) http.Handler {
+	to := func(raw string) *httputil.ReverseProxy {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return httputil.NewSingleHostReverseProxy(u)
+	}
+	auth, rest := to(nmauthd), to(netmaker)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if p == "/api/users/adm/authenticate" || p == "/api/hosts/adm/authenticate" ||
+			strings.HasPrefix(p, "/api/users/") && strings.Contains(p, "/auth/") || strings.HasPrefix(p, "/api/oauth/") {
+			auth.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	})
+}
+
+// realNetmakerTables hashes the tables of a running Netmaker that nmauthd
+// reads, over a read-only connection of the test's own.
+func realNetmakerTables(t *testing.T, nm *netmakerServer) string {
+	t.Helper()
+	driver, dsn := "sqlite3", "file:"+nm.DB+"?mode=ro"
+	if nm.Database == "postgres" {
+		driver, dsn = "pgx", nm.DB
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h := sha256.New()
+	for _, table := range []string{"users", "hosts", "nodes", "serverconf"} {
+		rows, err := db.Query("SELECT key, value FROM " + table + " ORDER BY key")
+		if err != nil {
+			t.Fatalf("reading Netmaker's %s: %v", table, err)
+		}
+		for rows.Next() {
+			var k string
+			var v sql.NullString
+			rows.Scan(&k, &v)
+			fmt.Fprintf(h, "%s\x00%s\x00%x\n", table, k, sha256.Sum256([]byte(v.String)))
+		}
+		rows.Close()
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
