@@ -132,7 +132,7 @@ func (s *netmakerStore) syncUser(ctx context.Context, name string) error {
 		return err
 	}
 	if !found {
-		return nmauth.ErrNotFound
+		return s.forget(ctx, "user", name)
 	}
 	want := netmakerMark{Password: digestOf(u.Password), Disabled: u.AccountDisabled}
 	if u.external() {
@@ -183,6 +183,36 @@ func (s *netmakerStore) syncUser(ctx context.Context, name string) error {
 	return nil
 }
 
+// forget drops what --db holds of an account that Netmaker no longer
+// holds, once it was brought over: its record, its mark and, for a user,
+// its passkeys, so that an account Netmaker makes again under that name
+// starts afresh rather than with the second factors of the one before. It
+// returns nmauth.ErrNotFound, the account's answer.
+func (s *netmakerStore) forget(ctx context.Context, kind, key string) error {
+	_, marked, err := s.mark(ctx, kind, key)
+	if err != nil {
+		return err
+	}
+	if !marked {
+		return nmauth.ErrNotFound
+	}
+	if kind == "user" {
+		err = errors.Join(s.database.DeleteUser(ctx, key), s.passkeys.DeleteRecord(ctx, key))
+	} else {
+		err = s.database.DeleteHost(ctx, key)
+	}
+	if err == nil {
+		_, err = s.db.ExecContext(ctx, s.query(`DELETE FROM nmauthd_netmaker_marks WHERE kind = ? AND account = ?`), kind, key)
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.marks, kind+"\x00"+key)
+	s.mu.Unlock()
+	return nmauth.ErrNotFound
+}
+
 // sealedUser is the record an import of u makes, under the root secrets.
 func (s *netmakerStore) sealedUser(ctx context.Context, name string, u netmakerLiveUser) (nmauth.User, error) {
 	in := nmauth.ImportedUser{Name: name, Disabled: u.AccountDisabled}
@@ -209,7 +239,7 @@ func (s *netmakerStore) syncHost(ctx context.Context, id string) error {
 		return err
 	}
 	if !found {
-		return nmauth.ErrNotFound
+		return s.forget(ctx, "host", id)
 	}
 	want := netmakerMark{Password: digestOf(h.HostPass), MAC: netmakerMAC(h)}
 	had, marked, err := s.mark(ctx, "host", id)
