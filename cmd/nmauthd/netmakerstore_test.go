@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,10 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,24 @@ import (
 
 	"github.com/nmauth/nmauth"
 )
+
+// logBuffer is a log that goroutines may write while the test reads it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // netmakerJWTSecret is the privatekey of the test's nm-jwt-secret.
 const netmakerJWTSecret = "netmaker-jwt-secret-of-the-test-0123456789abcdefghijklmnopqrstuv"
@@ -40,6 +59,7 @@ type netmakerFront struct {
 	live *netmakerStore
 	nm   *sql.DB // Netmaker's database, writable, as its server has it
 	now  time.Time
+	logs *logBuffer // the log, at debug
 }
 
 func newNetmakerFront(t *testing.T, own string) *netmakerFront {
@@ -58,7 +78,8 @@ func newNetmakerFront(t *testing.T, own string) *netmakerFront {
 	if _, err := nm.Exec("INSERT INTO serverconf VALUES ('nm-jwt-secret', ?)", string(conf)); err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	db, err := openDatabase(ctx, own, log)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +88,7 @@ func newNetmakerFront(t *testing.T, own string) *netmakerFront {
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	cfg := nmauth.Config{Store: db, Secrets: [][]byte{secret}, Wire: nmauth.WireNetmaker, ClientRate: -1, StatusCacheTTL: -1, Logger: log}
-	f := &netmakerFront{nm: nm, now: time.Now()}
+	f := &netmakerFront{nm: nm, now: time.Now(), logs: logs}
 	if f.live, err = frontNetmaker(ctx, &options{netmakerDB: src}, db, cfg.Secrets, &cfg, log); err != nil {
 		t.Fatal(err)
 	}
@@ -190,5 +211,8 @@ func testNetmakerStoreLive(t *testing.T, own string) {
 	jwt.ParseWithClaims(again.AuthToken, &c, func(*jwt.Token) (any, error) { return []byte(netmakerJWTSecret), nil })
 	if c.UserName != "Alice" || c.Subject != "user|Alice" {
 		t.Errorf("the token names %q (%s), want the name Netmaker keys her by, Alice", c.UserName, c.Subject)
+	}
+	if logs := f.logs.String(); !strings.Contains(logs, "in front of Netmaker") || strings.Contains(logs, netmakerJWTSecret) {
+		t.Errorf("the log does not say the mode, or holds Netmaker's secret:\n%s", logs)
 	}
 }
