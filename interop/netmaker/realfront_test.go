@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/gravitl/netmaker/models"
 )
 
@@ -94,9 +95,22 @@ func TestRealNetmakerFront(t *testing.T) {
 				t.Fatal("nmauthd changed Netmaker's tables")
 			}
 
-			nm.CreateUser(a.AdminToken, "carol", "carol-password-1")
-			eventually(t, "a user created through Netmaker's API", func() bool {
+			carol := func() int {
 				st, _ := callJSON(t, http.MethodPost, split.URL+"/api/users/adm/authenticate", "", models.UserAuthParams{UserName: "carol", Password: "carol-password-1"}, nil)
+				return st
+			}
+			nm.CreateUser(a.AdminToken, "carol", "carol-password-1")
+			eventually(t, "a user created through Netmaker's API", func() bool { return carol() == http.StatusOK })
+			if st, b := nm.call(http.MethodDelete, "/api/users/carol", a.AdminToken, nil, nil); st != http.StatusOK {
+				t.Fatalf("deleting carol through Netmaker's API: %d %s", st, b)
+			}
+			eventually(t, "a user deleted through Netmaker's API", func() bool { return carol() == http.StatusUnauthorized })
+
+			id, password := uuid.New(), "host-password-"+rand.Text()[:8]
+			nm.RegisterHost(a.EnrollmentToken, id, password, a.HostMAC)
+			eventually(t, "a host registered through Netmaker's register route", func() bool {
+				st, _ := callJSON(t, http.MethodPost, split.URL+"/api/hosts/adm/authenticate", "",
+					models.AuthParams{ID: id.String(), Password: password, MacAddress: a.HostMAC.String()}, nil)
 				return st == http.StatusOK
 			})
 		})
