@@ -178,3 +178,73 @@ func realNetmakerTables(t *testing.T, nm *netmakerServer) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// TestRealNetmakerFrontAccountChanges: in front of Netmaker's own server,
+// on SQLite and PostgreSQL, what an operator changes through Netmaker's
+// API holds at nmauthd within 5 s: TOTP turned on in Netmaker (the user
+// then gives a code of the secret Netmaker keeps, once, and Netmaker
+// accepts the token), a user disabled and enabled, a new password. The
+// logins at nmauthd leave every table of Netmaker's database as it was.
+func TestRealNetmakerFrontAccountChanges(t *testing.T) {
+	for _, database := range []string{"sqlite", "postgres"} {
+		t.Run(database, func(t *testing.T) {
+			nm := startNetmaker(t, database)
+			a := seedNetmaker(nm)
+			secret := nm.EnableTOTP(nm.Login(a.User, a.UserPassword), a.User)
+			dir := t.TempDir()
+			root := make([]byte, 32)
+			rand.Read(root)
+			env := append(os.Environ(), "MASTER_KEY="+masterKey, "NMAUTH_SECRET="+hex.EncodeToString(root), "NMAUTH_ENV=")
+			s := serveDB(t, dir, filepath.Join(dir, "nmauth.db"), env, "netmaker", "--netmaker-db="+nm.DB)
+			login := func(name, password string) (int, models.SuccessResponse) {
+				var r models.SuccessResponse
+				st, _ := callJSON(t, http.MethodPost, s.url+"/api/users/adm/authenticate", "", models.UserAuthParams{UserName: name, Password: password}, &r)
+				return st, r
+			}
+			digest := nm.TablesDigest()
+
+			// TOTP on in Netmaker: a code of its secret, accepted once.
+			st, r := login(a.User, a.UserPassword)
+			pre := into[models.PartialUserLoginResponse](t, r)
+			if st != http.StatusOK || pre.PreAuthToken == "" {
+				t.Fatalf("%s, TOTP on in Netmaker: %d %+v, want a pre-auth token", a.User, st, pre)
+			}
+			c := code(t, "otpauth://totp/x?secret="+secret, time.Now())
+			var verified models.SuccessResponse
+			if st, b := callJSON(t, http.MethodPost, s.url+"/api/users/"+a.User+"/auth/verify-totp", pre.PreAuthToken, models.UserTOTPVerificationParams{TOTP: c}, &verified); st != http.StatusOK {
+				t.Fatalf("verify-totp with Netmaker's secret: %d %s", st, b)
+			}
+			_, r = login(a.User, a.UserPassword)
+			again := into[models.PartialUserLoginResponse](t, r)
+			if st, _ := callJSON(t, http.MethodPost, s.url+"/api/users/"+a.User+"/auth/verify-totp", again.PreAuthToken, models.UserTOTPVerificationParams{TOTP: c}, nil); st != http.StatusUnauthorized {
+				t.Errorf("the same code again: %d, want 401 (Netmaker would take it)", st)
+			}
+			if nm.TablesDigest() != digest {
+				t.Fatal("logins at nmauthd changed Netmaker's database")
+			}
+			if st, b := nm.call(http.MethodGet, "/api/networks", authToken(t, verified), nil, nil); st != http.StatusOK {
+				t.Fatalf("Netmaker with the token of the TOTP login: %d %s", st, b)
+			}
+
+			// Netmaker disables no super admin: dora is an admin.
+			nm.CreateUser(nm.Login(a.Admin, a.AdminPassword), "dora", "dora-password-1")
+			if st, _ := login("dora", "dora-password-1"); st != http.StatusOK {
+				t.Fatalf("dora: %d", st)
+			}
+			nm.DisableUser("dora")
+			eventually(t, "a user disabled in Netmaker", func() bool { st, _ := login("dora", "dora-password-1"); return st == http.StatusUnauthorized })
+			nm.EnableUser("dora")
+			eventually(t, "a user enabled in Netmaker", func() bool { st, _ := login("dora", "dora-password-1"); return st == http.StatusOK })
+			nm.SetPassword("dora", "dora-password-2")
+			eventually(t, "a new password set in Netmaker", func() bool {
+				old, _ := login("dora", "dora-password-1")
+				st, r := login("dora", "dora-password-2")
+				if st != http.StatusOK || old != http.StatusUnauthorized {
+					return false
+				}
+				st, _ = nm.call(http.MethodGet, "/api/networks", authToken(t, r), nil, nil)
+				return st == http.StatusOK
+			})
+		})
+	}
+}
