@@ -354,7 +354,7 @@ type tokenMinter struct {
 	// audience is each kind's aud claim, encoded once.
 	audience [numKinds][]byte
 	// netmaker, when set, mints the user and host tokens in Netmaker's
-	// format (see [NetmakerTokens]).
+	// format (see [Config.NetmakerSecret]).
 	netmaker *netmakerFormat
 }
 

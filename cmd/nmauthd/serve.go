@@ -357,6 +357,7 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 	}
 	live.serves(auth)
 	if err := auth.CheckSecrets(ctx); errors.Is(err, nmauth.ErrSecretMismatch) {
+		live.close()
 		where := envSecret
 		if !isPostgresDSN(o.db) {
 			where += " or " + secretFilePath(o.db)
@@ -364,6 +365,7 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 		return nil, fmt.Errorf("database %s was not written under the root secret from %s (%v); "+
 			"restore the secret that wrote it (%s)", db.name, secrets.source, err, where)
 	} else if err != nil {
+		live.close()
 		return nil, fmt.Errorf("checking the root secret against %s: %w", db.name, err)
 	}
 	return &backend{auth: auth, db: db, passkeys: passkeys, sso: sso, secretSource: secrets.source, netmaker: live}, nil
