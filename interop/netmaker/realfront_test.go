@@ -44,7 +44,7 @@ func TestRealNetmakerFront(t *testing.T) {
 			// First what nmauthd alone serves, which must leave Netmaker's
 			// tables as they are; Netmaker's own routes, which may write
 			// them, come after.
-			tables := settledTables(t, nm)
+			tables := settledTables(t, func() string { return realNetmakerTables(t, nm) })
 			var login models.SuccessResponse
 			st, b := callJSON(t, http.MethodPost, split.URL+"/api/hosts/adm/authenticate", "",
 				models.AuthParams{ID: a.HostID.String(), Password: a.HostPassword, MacAddress: a.HostMAC.String()}, &login)
@@ -155,12 +155,12 @@ func splitPaths(t *testing.T, nmauthd, netmaker string) http.Handler {
 // settledTables waits until Netmaker's server has written what the
 // registration before made it write, in the background (the tables read
 // the same twice, half a second apart), and returns their digest.
-func settledTables(t *testing.T, nm *netmakerServer) string {
+func settledTables(t *testing.T, digest func() string) string {
 	t.Helper()
-	last := realNetmakerTables(t, nm)
+	last := digest()
 	for range 20 {
 		time.Sleep(500 * time.Millisecond)
-		d := realNetmakerTables(t, nm)
+		d := digest()
 		if d == last {
 			return d
 		}
@@ -222,7 +222,7 @@ func TestRealNetmakerFrontAccountChanges(t *testing.T) {
 				st, _ := callJSON(t, http.MethodPost, s.url+"/api/users/adm/authenticate", "", models.UserAuthParams{UserName: name, Password: password}, &r)
 				return st, r
 			}
-			digest := nm.TablesDigest()
+			digest := settledTables(t, nm.TablesDigest)
 
 			// TOTP on in Netmaker: a code of its secret, accepted once.
 			st, r := login(a.User, a.UserPassword)
