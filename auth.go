@@ -216,6 +216,24 @@ type Config struct {
 	// or [WireNetmaker] for Netmaker's own clients.
 	Wire WireProfile
 
+	// NetmakerSecret, when set, has user and host tokens minted in the
+	// format of Netmaker v1.4.0's own server and signed with this key,
+	// the privatekey of the nm-jwt-secret record in the serverconf table
+	// of Netmaker's database, so that an unchanged Netmaker server accepts
+	// them; the bearer check accepts them too, and no token Netmaker
+	// minted itself (see netmakertoken.go). At least 32 bytes; never
+	// logged. Nil keeps this package's format.
+	NetmakerSecret []byte
+	// NetmakerUser names a user as Netmaker holds it, for the claims of a
+	// Netmaker user token: the name Netmaker keys the user by, which its
+	// server looks up, and the user's platform role (platform_role_id).
+	// username is as [PrepareUsername] returns it. It is called once a
+	// login is granted, while the record is held for the update that
+	// grants it: it must not call the Store, and should answer from what
+	// the application read of the user for this login. An error fails the
+	// login as a Store fault does. Required with NetmakerSecret.
+	NetmakerUser func(username string) (name, role string, err error)
+
 	// OnEvent, when set, receives every audit event with the context of
 	// the call that caused it: the request's context for an event of the
 	// handler or the middleware, the caller's for a method called
@@ -435,6 +453,9 @@ func New(cfg Config) (*Authenticator, error) {
 		kindPreAuth: cfg.PreAuthTokenTTL,
 		kindHost:    cfg.HostTokenTTL,
 		kindNode:    cfg.NodeTokenTTL,
+	}
+	if minter.netmaker, err = newNetmakerFormat(&cfg, ttl); err != nil {
+		return nil, err
 	}
 	// Every Store call, the bearer check's included, goes through the
 	// guard: under the deadline, its failures answered as the server's.
@@ -1112,7 +1133,7 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 			return fmt.Errorf("%w: MAC address %q is not the host's", ErrForbidden, mac)
 		}
 		args := token(id)
-		args.issuedAt, args.generation = iat, &h.State.v.Generation
+		args.issuedAt, args.generation, args.mac = iat, &h.State.v.Generation, mac
 		var err error
 		tok, _, err = a.minter.mint(args)
 		return err

@@ -181,6 +181,10 @@ func (l *clientLimiter) throttled(client netip.Addr, now time.Time) time.Duratio
 
 func (a *Authenticator) parseBearer(token string) (Principal, error) {
 	c, kind, err := a.bearer.verify(token)
+	if err != nil && a.minter.netmaker != nil {
+		// A user or host token in Netmaker's format, which bears no kid.
+		return a.minter.netmaker.verify(token)
+	}
 	if err != nil {
 		return Principal{}, err
 	}

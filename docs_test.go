@@ -154,9 +154,10 @@ func TestDocsLinksResolve(t *testing.T) {
 // testedFiles are the files a command block of the docs may be taken
 // from, each run by the test or script named.
 var testedFiles = map[string]string{
-	"cmd/nmauthd/testdata/quickstart.sh":     "TestQuickstart, which starts the server as its header says and runs it",
-	"cmd/nmauthd/quickstart_test.go":         "TestQuickstart, which runs its quickstartCommand",
-	"cmd/nmauthd/testdata/nginx.conf":        "TestBehindNginx",
+	"cmd/nmauthd/testdata/quickstart.sh":         "TestQuickstart, which starts the server as its header says and runs it",
+	"cmd/nmauthd/quickstart_test.go":             "TestQuickstart, which runs its quickstartCommand",
+	"cmd/nmauthd/testdata/nginx.conf":            "TestBehindNginx",
+	"cmd/nmauthd/testdata/move-from-netmaker.sh": "TestMoveFromNetmakerScript, which runs it against a Netmaker-shaped database",
 	".ci/run":                                "CI",
 	"integration/testdata/postgres-role.sql": "TestPostgresLeastPrivilegeRecipe",
 }

@@ -353,6 +353,9 @@ type tokenMinter struct {
 	rand   io.Reader
 	// audience is each kind's aud claim, encoded once.
 	audience [numKinds][]byte
+	// netmaker, when set, mints the user and host tokens in Netmaker's
+	// format (see [Config.NetmakerSecret]).
+	netmaker *netmakerFormat
 }
 
 func newTokenMinter(ring *keyRing, issuer string, rand io.Reader) (*tokenMinter, error) {
@@ -378,10 +381,16 @@ type mintArgs struct {
 	// generation is the account's counter; nil for a token bound to no
 	// account.
 	generation *uint64
+	// mac is the MAC address a host logged in with, which a host token
+	// in Netmaker's format carries.
+	mac string
 }
 
 // mint signs a token and returns it with its jti.
 func (m *tokenMinter) mint(a mintArgs) (token, jti string, err error) {
+	if m.netmaker != nil && (a.kind == kindUser || a.kind == kindHost) {
+		return m.netmaker.mint(a)
+	}
 	id := make([]byte, 16)
 	if _, err := io.ReadFull(m.rand, id); err != nil {
 		return "", "", fmt.Errorf("nmauth: token id: %w", err)

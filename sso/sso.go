@@ -75,6 +75,14 @@ type Config struct {
 	// this: that would hand the account to whoever holds the name at the
 	// provider.
 	CreateUsers bool
+	// FindUser, when set, names the existing user that an identity
+	// linked to none belongs to, by what the application holds of its
+	// users (such as the name another system keys them by, or the
+	// subject it kept), or "" for none; it is asked before CreateUsers.
+	// The identity logs in as that user each time FindUser names it; no
+	// link is stored, so that what the application holds decides. An
+	// error fails the login as a store fault does.
+	FindUser func(ctx context.Context, id Identity) (string, error)
 	// AllowedDomains, when not empty, admits only identities whose e-mail
 	// the provider has verified and whose domain is one of these.
 	AllowedDomains []string
@@ -615,6 +623,11 @@ func (s *SSO) user(ctx context.Context, id Identity) (string, error) {
 	name, err := s.cfg.Store.Link(ctx, id.Issuer, id.Subject)
 	if err == nil || !errors.Is(err, nmauth.ErrNotFound) {
 		return name, err
+	}
+	if s.cfg.FindUser != nil {
+		if name, err := s.cfg.FindUser(ctx, id); err != nil || name != "" {
+			return name, err
+		}
 	}
 	if !s.cfg.CreateUsers {
 		return "", errNoLink

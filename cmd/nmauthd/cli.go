@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nmauth/nmauth"
 )
@@ -92,6 +93,11 @@ type options struct {
 	// An import's source and mode (see import.go).
 	from   string
 	dryRun bool
+
+	// Netmaker's database, served in front of (see netmakerfront.go),
+	// and the tokens' lifetimes.
+	netmakerDB            string
+	userTokenTTL, hostTTL time.Duration
 }
 
 // stringList is a flag that may be given more than once.
@@ -116,8 +122,9 @@ type command struct {
 
 var commands = []command{
 	{name: "serve", flags: []string{"addr", "access-log", "dev", "demo-page", "wire", "cors-origin", "metrics-addr", "trusted-proxy", "passkey-rp-id", "passkey-origin", "passwordless",
-		"max-conns", "max-conns-per-group", "allow-weak-master-key", "sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client", "netmaker-server-config"}, run: serve,
-		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --max-conns, --max-conns-per-group, --allow-weak-master-key, --sso-*, --netmaker-server-config)"},
+		"max-conns", "max-conns-per-group", "allow-weak-master-key", "sso-issuer", "sso-client-id", "sso-redirect-url", "sso-create-users", "sso-domain", "sso-group", "sso-public-client",
+		"netmaker-server-config", "netmaker-db", "user-token-ttl", "host-token-ttl"}, run: serve,
+		help: "serve the API (--addr, --access-log, --dev, --demo-page, --wire, --cors-origin, --metrics-addr, --trusted-proxy, --passkey-rp-id, --passkey-origin, --passwordless, --max-conns, --max-conns-per-group, --allow-weak-master-key, --sso-*, --netmaker-server-config, --netmaker-db, --user-token-ttl, --host-token-ttl)"},
 	{name: "user add", args: []string{"NAME"}, run: userAdd,
 		help: "add a user; password from stdin, or prompted on a terminal"},
 	{name: "user list", run: userList,
@@ -252,6 +259,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.allowWeakMasterKey, "allow-weak-master-key", false, "accept a master key of 32 characters or more that does not read as random, with a warning")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "the most client connections open at once; 0: the file limit less 128, at most 16384")
 	fs.IntVar(&o.maxConnsPerGroup, "max-conns-per-group", defaultMaxConnsPerGroup, "the most connections open at once from one IPv4 /24 or IPv6 /56; a trusted proxy's count against --max-conns only")
+	fs.StringVar(&o.netmakerDB, "netmaker-db", "", "serve in front of an unchanged Netmaker (with --wire netmaker): read its accounts live from its database, a SQLite path or a postgres:// URL, and sign its tokens")
+	fs.DurationVar(&o.userTokenTTL, "user-token-ttl", 0, "lifetime of a user token (default 1h; with --netmaker-db Netmaker's, which it may only shorten)")
+	fs.DurationVar(&o.hostTTL, "host-token-ttl", 0, "lifetime of a host token (default and most 15m)")
 	fs.BoolVar(&o.repair, "repair", false, "reset each broken column that check finds to a safe value")
 	return fs
 }

@@ -164,6 +164,7 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		return err
 	}
 	defer b.db.Close()
+	defer b.netmaker.close()
 	if m != nil {
 		m.observeAuthenticator(b.auth)
 		m.observeLog(c.logOut)
@@ -290,6 +291,8 @@ type backend struct {
 	passkeys, sso *nmauth.Extension
 	// secretSource says where the root secrets came from, for the log.
 	secretSource string
+	// netmaker is Netmaker's database, read live, with --netmaker-db.
+	netmaker *netmakerStore
 }
 
 // openBackend opens --db and builds the Authenticator over it. The caller
@@ -354,14 +357,21 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 	// Asked even while passkeys are off (no --passkey-rp-id), so that a
 	// user who has one never logs in with the password alone.
 	cfg.SecondFactor = passkey.SecondFactor(db.passkeys)
+	live, err := frontNetmaker(ctx, o, db, secrets.secrets, &cfg, c.log)
+	if err != nil {
+		return nil, err
+	}
 	if instrument != nil {
 		instrument(&cfg)
 	}
 	auth, err := nmauth.New(cfg)
 	if err != nil {
+		live.close()
 		return nil, err
 	}
+	live.serves(auth)
 	if err := auth.CheckSecrets(ctx); errors.Is(err, nmauth.ErrSecretMismatch) {
+		live.close()
 		where := envSecret
 		if !isPostgresDSN(o.db) {
 			where += " or " + secretFilePath(o.db)
@@ -369,7 +379,8 @@ func (c *cli) newBackend(ctx context.Context, o *options, db *database, master *
 		return nil, fmt.Errorf("database %s was not written under the root secret from %s (%v); "+
 			"restore the secret that wrote it (%s)", db.name, secrets.source, err, where)
 	} else if err != nil {
+		live.close()
 		return nil, fmt.Errorf("checking the root secret against %s: %w", db.name, err)
 	}
-	return &backend{auth: auth, db: db, passkeys: passkeys, sso: sso, secretSource: secrets.source}, nil
+	return &backend{auth: auth, db: db, passkeys: passkeys, sso: sso, secretSource: secrets.source, netmaker: live}, nil
 }

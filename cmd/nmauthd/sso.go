@@ -56,8 +56,12 @@ func addSSORoutes(ctx context.Context, mux *http.ServeMux, b *backend, o *option
 	if err != nil {
 		return fmt.Errorf("single sign-on tables: %w", err)
 	}
+	var findUser func(context.Context, sso.Identity) (string, error)
+	if b.netmaker != nil {
+		findUser = b.netmaker.ssoUser
+	}
 	s, err := sso.Open(ctx, sso.Config{
-		Extension: b.sso, Store: store,
+		Extension: b.sso, Store: store, FindUser: findUser,
 		Issuer: o.ssoIssuer, ClientID: o.ssoClientID, ClientSecret: getenv(envSSOClientSecret), PublicClient: o.ssoPublicClient,
 		RedirectURL: o.ssoRedirectURL, CreateUsers: o.ssoCreateUsers,
 		AllowedDomains: o.ssoDomains, RequiredGroup: o.ssoGroup,

@@ -215,13 +215,19 @@ func savedToken(t *testing.T, home string) string {
 // with (pgx, through the sso module's tests), which this module keeps.
 func startProvider(t *testing.T, clientID, callback string) string {
 	t.Helper()
+	return startProviderWith(t, clientID, callback, `{"id1": {"ID": "id1", "Username": "ann", "Password": "op-password-1", "Email": "ann@example.com", "EmailVerified": true, "PreferredLanguage": "en"}}`)
+}
+
+// startProviderWith starts the provider with the users of usersJSON, in
+// the example storage's form.
+func startProviderWith(t *testing.T, clientID, callback, users string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	issuer := "http://" + ln.Addr().String()
 	path := filepath.Join(t.TempDir(), "users.json")
-	users := `{"id1": {"ID": "id1", "Username": "ann", "Password": "op-password-1", "Email": "ann@example.com", "EmailVerified": true, "PreferredLanguage": "en"}}`
 	if err := os.WriteFile(path, []byte(users), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -508,3 +508,43 @@ func TestHeadlessRefusals(t *testing.T) {
 		t.Fatalf("message %q, %v; want a refusal naming the second factor", msg, err)
 	}
 }
+
+// TestFindUser: an identity linked to none logs in as the user FindUser
+// names, each time, and stores no link; one FindUser names none of gets
+// a 403 and no token, even with CreateUsers; an error of FindUser is the
+// server's (503).
+func TestFindUser(t *testing.T) {
+	var asked []string
+	w := newWorld(t, func(c *sso.Config) {
+		c.CreateUsers = true
+		c.FindUser = func(_ context.Context, id sso.Identity) (string, error) {
+			asked = append(asked, id.Subject)
+			switch id.Email {
+			case "alice@example.com":
+				return "alice", nil
+			case "bob@example.org":
+				return "", nil
+			}
+			return "", errors.New("the application's accounts did not answer")
+		}
+	})
+	if err := w.auth.Admin().CreateUser(context.Background(), "alice", "alices-password-1"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		status, v := newBrowser(t).login(w, "alice")
+		if status != http.StatusFound || v.Get("userName") != "alice" || v.Get("authToken") == "" {
+			t.Fatalf("alice, whom FindUser names: %d %v", status, v)
+		}
+	}
+	if len(asked) != 2 {
+		t.Errorf("FindUser asked %d times for two logins, want 2: a link was stored", len(asked))
+	}
+	// bob, whom FindUser does not name, is made by CreateUsers.
+	if status, v := newBrowser(t).login(w, "bob"); status != http.StatusFound || v.Get("userName") != "bob" {
+		t.Errorf("bob, whom FindUser names not, with CreateUsers: %d %v", status, v)
+	}
+	if status, v := newBrowser(t).login(w, "carol"); status != http.StatusServiceUnavailable || v != nil {
+		t.Errorf("carol, when FindUser fails: %d %v, want 503 and no login", status, v)
+	}
+}
