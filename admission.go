@@ -33,7 +33,9 @@ import (
 //     one turn of the round as an owner's one does.
 //   - One account holds at most share places of a class's queue (an
 //     eighth, see accountShareOf): a newcomer of an account past it is
-//     refused, so one account's logins, right or wrong, cannot fill the
+//     refused as throttled (429: the account's logins come too fast,
+//     the server is not overloaded), so one account's logins, right or
+//     wrong, cannot fill the
 //     queue, and the known addresses of one account take no more of the
 //     known's turns than that.
 //   - When the queue is full, a newcomer takes the place of a waiter of a
@@ -201,9 +203,10 @@ func overloaded() error {
 
 // acquire admits the caller e, at once or after waiting. On success the
 // caller must call release. It fails with a [*RetryError] for
-// [ErrOverloaded] when the caller is turned away, pushed out, or waits
-// longer than the gate's timeout or ctx's deadline, and with ctx.Err()
-// when ctx is cancelled.
+// [ErrThrottled] when the caller's account holds its share of the queue,
+// for [ErrOverloaded] when the caller is turned away, pushed out, or
+// waits longer than the gate's timeout or ctx's deadline, and with
+// ctx.Err() when ctx is cancelled.
 func (g *admission) acquire(ctx context.Context, e entrant) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -227,6 +230,11 @@ func (g *admission) acquire(ctx context.Context, e entrant) error {
 		g.waiting.Add(-1)
 		g.mu.Unlock()
 		return nil
+	}
+	if g.overShare(w.class, e.account) {
+		g.waiting.Add(-1)
+		g.mu.Unlock()
+		return &RetryError{Reason: ErrThrottled, RetryAfter: overloadRetryAfter}
 	}
 	if !g.makeRoom(w, e.account, prefix) {
 		g.waiting.Add(-1)
@@ -375,16 +383,17 @@ func (g *admission) push(w *waiter) {
 	w.ready <- struct{}{}
 }
 
+// overShare reports whether account holds its whole share of class's
+// places already. A login that names no account has none.
+func (g *admission) overShare(class int, account accountKey) bool {
+	return account != (accountKey{}) && g.accounts[accountPlace{class: class, account: account}] >= g.share
+}
+
 // makeRoom makes a place in the queue for the newcomer w of account from
-// group prefix, already counted as waiting, as [admission] tells: within
-// its account's share, then within the queue's bound. It reports whether
-// w may wait.
+// group prefix, already counted as waiting and within its account's
+// share, as [admission] tells: within the queue's bound. It reports
+// whether w may wait.
 func (g *admission) makeRoom(w *waiter, account accountKey, prefix netip.Prefix) bool {
-	if account != (accountKey{}) {
-		if g.accounts[accountPlace{class: w.class, account: account}] >= g.share {
-			return false
-		}
-	}
 	if g.waiting.Load() <= int64(g.bound) {
 		return true
 	}

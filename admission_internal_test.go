@@ -67,10 +67,24 @@ func (r *gateRun) arrive(name string, e entrant) {
 // name of the caller refused or pushed out.
 func (r *gateRun) refused() string {
 	r.t.Helper()
+	return r.answered(ErrOverloaded)
+}
+
+// throttled is refused for a caller refused as throttled: its account
+// held its share of the queue.
+func (r *gateRun) throttled() string {
+	r.t.Helper()
+	return r.answered(ErrThrottled)
+}
+
+// answered returns the name of the next caller answered, which must have
+// been refused with want.
+func (r *gateRun) answered(want error) string {
+	r.t.Helper()
 	select {
 	case a := <-r.done:
-		if !errors.Is(a.err, ErrOverloaded) {
-			r.t.Fatalf("%s: %v; want ErrOverloaded", a.name, a.err)
+		if !errors.Is(a.err, want) {
+			r.t.Fatalf("%s: %v; want %v", a.name, a.err, want)
 		}
 		return a.name
 	case <-time.After(10 * time.Second):
@@ -227,8 +241,8 @@ func TestAdmissionAccountShare(t *testing.T) {
 		if i < share {
 			continue
 		}
-		if got := r.refused(); got != name {
-			t.Fatalf("mallory's login %d past its share: %s was answered; want the newcomer refused", i, got)
+		if got := r.throttled(); got != name {
+			t.Fatalf("mallory's login %d past its share: %s was answered; want the newcomer throttled", i, got)
 		}
 	}
 	if _, w := r.g.load(); w != share {
