@@ -763,10 +763,10 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, sec
 		_, err := a.grantMachine(parent, t, e.account(t.name, client), secret, false, client, nil, admit, grant)
 		return true, err
 	}
-	if err := a.hostGate.acquire(parent, a.hostEntrant(parent, t, client)); err != nil {
+	if err := a.hostGate.Acquire(parent, a.hostEntrant(parent, t, client)); err != nil {
 		return true, err
 	}
-	defer a.hostGate.release()
+	defer a.hostGate.Release()
 	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
 	return a.loginMachine(ctx, t, secret, admit, grant)

@@ -106,10 +106,10 @@ func hashGate(concurrency, queue int, timeout time.Duration) *admission {
 // outlasts the queue's timeout or ctx's deadline, and with ctx.Err() if
 // ctx is cancelled. On success the caller must call release.
 func (h *passwordHasher) acquire(ctx context.Context, e entrant) (release func(), err error) {
-	if err := h.gate.acquire(ctx, e); err != nil {
+	if err := h.gate.Acquire(ctx, e); err != nil {
 		return nil, err
 	}
-	return h.gate.release, nil
+	return h.gate.Release, nil
 }
 
 // hash returns the argon2id PHC string of password with the current
@@ -118,7 +118,7 @@ func (h *passwordHasher) acquire(ctx context.Context, e entrant) (release func()
 func (h *passwordHasher) hash(ctx context.Context, password string) (string, error) {
 	// A new hash is an administrator's or an account's own, never a
 	// stranger's: it waits with the known.
-	release, err := h.acquire(ctx, entrant{client: clientOfContext(ctx), class: classKnown})
+	release, err := h.acquire(ctx, entrant{Client: clientOfContext(ctx), Class: classKnown})
 	if err != nil {
 		return "", err
 	}
@@ -143,7 +143,7 @@ func (h *passwordHasher) hashHeld(password string) (string, error) {
 // malformed or unknown hash gives an error wrapping errMalformedHash; a
 // full queue or an ended ctx gives their errors.
 func (h *passwordHasher) verify(ctx context.Context, encoded, password string) (ok, upgrade bool, err error) {
-	release, err := h.acquire(ctx, entrant{client: clientOfContext(ctx), class: classNew})
+	release, err := h.acquire(ctx, entrant{Client: clientOfContext(ctx), Class: classNew})
 	if err != nil {
 		return false, false, err
 	}
@@ -168,7 +168,7 @@ func (h *passwordHasher) checkAs(f hashfmt.Format, encoded, password string) (ok
 // so that an overload still answers as one. It names no account that
 // exists, so it waits with the names no account has.
 func (h *passwordHasher) verifyDummy(ctx context.Context, password string) error {
-	release, err := h.acquire(ctx, entrant{client: clientOfContext(ctx), class: classNobody})
+	release, err := h.acquire(ctx, entrant{Client: clientOfContext(ctx), Class: classNobody})
 	if err != nil {
 		return err
 	}

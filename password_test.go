@@ -360,7 +360,7 @@ func blockingHasher(t *testing.T) (h *passwordHasher, entered chan struct{}, rel
 // deadline.
 func waitForTickets(h *passwordHasher, n int) {
 	for {
-		running, waiting := h.gate.load()
+		running, waiting := h.gate.Load()
 		if running+waiting >= n {
 			return
 		}
@@ -431,7 +431,7 @@ func TestPasswordHasherBound(t *testing.T) {
 			if n := runs.Load(); n != 2 {
 				t.Errorf("hashing ran %d times; want 2 (the refused and cancelled callers must not run)", n)
 			}
-			if running, waiting := h.gate.load(); running != 0 || waiting != 0 {
+			if running, waiting := h.gate.Load(); running != 0 || waiting != 0 {
 				t.Errorf("after all callers: %d running, %d waiting; want none", running, waiting)
 			}
 		})
@@ -507,8 +507,8 @@ func TestNewPasswordHasherDefaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d,%d", tt.concurrency, tt.queue), func(t *testing.T) {
 			h := newPasswordHasher(tt.concurrency, tt.queue, nil)
-			if h.gate.limit != tt.wantSlots || h.gate.limit+h.gate.bound != tt.wantTickets {
-				t.Errorf("slots %d, queue %d; want %d, %d", h.gate.limit, h.gate.bound, tt.wantSlots, tt.wantTickets-tt.wantSlots)
+			if h.gate.Limit() != tt.wantSlots || h.gate.Limit()+h.gate.Bound() != tt.wantTickets {
+				t.Errorf("slots %d, queue %d; want %d, %d", h.gate.Limit(), h.gate.Bound(), tt.wantSlots, tt.wantTickets-tt.wantSlots)
 			}
 			if h.rnd == nil {
 				t.Error("nil rnd not replaced by crypto/rand")
