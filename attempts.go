@@ -224,9 +224,9 @@ func clientKey(ctx context.Context) string {
 // and no churn through other accounts forgets an owner's address.
 func (a *Authenticator) entrant(ctx context.Context, t loginTarget) entrant {
 	return entrant{
-		client:   clientOfContext(ctx),
-		account:  loginAccount(t),
-		classify: func() int { return a.loginClass(ctx, t) },
+		Client:   clientOfContext(ctx),
+		Account:  loginAccount(t),
+		Classify: func() int { return a.loginClass(ctx, t) },
 	}
 }
 
@@ -238,9 +238,9 @@ func (a *Authenticator) entrant(ctx context.Context, t loginTarget) entrant {
 // its queue as it does the hashing queue; a host whose credential is a
 // password hash meets the hashing gate, with its class read, too.
 func (a *Authenticator) hostEntrant(ctx context.Context, t loginTarget, client string) entrant {
-	e := entrant{client: clientOfContext(ctx), account: loginAccount(t), class: classNew}
+	e := entrant{Client: clientOfContext(ctx), Account: loginAccount(t), Class: classNew}
 	if a.cachedKnown(t.name, client) {
-		e.class = classKnown
+		e.Class = classKnown
 	}
 	return e
 }

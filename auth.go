@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"runtime"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/hashfmt"
 )
 
 // Config configures an [Authenticator]. Store and Secrets are required;
@@ -719,7 +721,8 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 	for changes := 0; ; changes++ {
 		left := time.Until(deadline)
 		hashed := time.Now()
-		ok, upgrade, err := a.checkCredential(t, hash, password)
+		format := hashfmt.Identify(hash)
+		ok, upgrade, err := a.checkCredential(t, format, hash, password)
 		if err != nil {
 			return err
 		}
@@ -731,7 +734,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		}
 		// The hash's own time does not count against the deadline.
 		deadline = deadline.Add(time.Since(hashed))
-		current, err := a.admitAndGrant(parent, left, t, hash, a.newCredential(t, hash, password, upgrade), client, admit, grant)
+		current, err := a.admitAndGrant(parent, left, t, hash, a.newCredential(t, format, password, upgrade), client, admit, grant)
 		switch {
 		case errors.Is(err, errHashChanged) && changes < maxHashChanges:
 			hash = current
@@ -760,10 +763,10 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, sec
 		_, err := a.grantMachine(parent, t, e.account(t.name, client), secret, false, client, nil, admit, grant)
 		return true, err
 	}
-	if err := a.hostGate.acquire(parent, a.hostEntrant(parent, t, client)); err != nil {
+	if err := a.hostGate.Acquire(parent, a.hostEntrant(parent, t, client)); err != nil {
 		return true, err
 	}
-	defer a.hostGate.release()
+	defer a.hostGate.Release()
 	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
 	return a.loginMachine(ctx, t, secret, admit, grant)
@@ -813,7 +816,11 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 	for changes := 0; changes <= maxHashChanges; changes++ {
 		cache := a.hostCacheBefore(t.name)
 		acc, err := t.read(ctx)
-		if err != nil || !isMachineDigest(*acc.hash) {
+		var format hashfmt.Format
+		if err == nil {
+			format = hashfmt.Identify(*acc.hash)
+		}
+		if err != nil || format != hashfmt.MachineDigest {
 			a.dropHost(t.name, false)
 		}
 		switch {
@@ -832,7 +839,7 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 			return false, nil // the rest of login spends an argon2id run
 		case err != nil:
 			return true, err
-		case !isMachineDigest(*acc.hash):
+		case format != hashfmt.MachineDigest:
 			return false, nil
 		}
 		now := a.now()
@@ -841,7 +848,7 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 			return true, &RetryError{Reason: ErrThrottled, RetryAfter: wait}
 		}
 		hash := *acc.hash
-		ok, upgrade, err := a.checkCredential(t, hash, secret)
+		ok, upgrade, err := a.checkCredential(t, format, hash, secret)
 		if err != nil {
 			return true, err
 		}
@@ -893,7 +900,8 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 	write := upgrade || grantChanges(acc, client)
 	credential := ""
 	if write {
-		credential = a.newCredential(t, *acc.hash, secret, upgrade)
+		// Only a machine digest, checked or cached, is granted here.
+		credential = a.newCredential(t, hashfmt.MachineDigest, secret, upgrade)
 		if a.writes == nil {
 			_, err := a.grantLogin(ctx, t, *acc.hash, credential, client, grant)
 			return false, err
@@ -922,17 +930,18 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 	return seeded, nil
 }
 
-// checkCredential checks a secret against an account's stored credential:
-// a machine-secret digest or a password hash. A credential that cannot be
+// checkCredential checks a secret against an account's stored credential,
+// of the format the caller identified once from it: a machine-secret
+// digest or a password hash. A credential that cannot be
 // read, or whose parameters are beyond the bounds of a login's work, is a
 // fault of the data, never a wrong password, and nothing is computed on
 // it. The error names the account and what is wrong, never the hash; the
 // route that answers 500 logs it, once.
-func (a *Authenticator) checkCredential(t loginTarget, stored, secret string) (ok, upgrade bool, err error) {
-	if isMachineDigest(stored) {
+func (a *Authenticator) checkCredential(t loginTarget, format hashfmt.Format, stored, secret string) (ok, upgrade bool, err error) {
+	if format == hashfmt.MachineDigest {
 		ok, upgrade, err = a.ring.checkMachineSecret(stored, t.name, secret)
 	} else {
-		ok, upgrade, err = a.hasher.check(stored, secret)
+		ok, upgrade, err = a.hasher.checkAs(format, stored, secret)
 	}
 	if err != nil {
 		return false, false, fmt.Errorf("%w: password hash of %s %q: %w", ErrDataFault, t.kind, t.name, err)
@@ -944,10 +953,11 @@ func (a *Authenticator) checkCredential(t loginTarget, stored, secret string) (o
 // "" to keep what is stored: a host's machine secret moves to its digest
 // under the first root secret, from a password hash or from another root
 // secret's digest; a password hash weaker than a new one would be is
-// hashed again. The caller of an argon2id run holds a hashing slot.
-func (a *Authenticator) newCredential(t loginTarget, stored, secret string, upgrade bool) string {
+// hashed again. format is that of the credential stored, as identified
+// for its check. The caller of an argon2id run holds a hashing slot.
+func (a *Authenticator) newCredential(t loginTarget, format hashfmt.Format, secret string, upgrade bool) string {
 	switch {
-	case t.read != nil && (upgrade || !isMachineDigest(stored)) && isMachineSecret(secret):
+	case t.read != nil && (upgrade || format != hashfmt.MachineDigest) && isMachineSecret(secret):
 		return a.ring.digestMachineSecret(t.name, secret)
 	case !upgrade:
 		return ""

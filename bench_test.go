@@ -23,6 +23,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/nmauth/nmauth/internal/hashfmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -352,7 +353,7 @@ func BenchmarkLoginUser(b *testing.B) {
 			}
 		}
 		cpu.report(b)
-		if u, _ := store.GetUser(ctx, benchUser); !bytes.HasPrefix([]byte(u.PasswordHash), []byte(argonPrefix)) {
+		if u, _ := store.GetUser(ctx, benchUser); !bytes.HasPrefix([]byte(u.PasswordHash), []byte(hashfmt.Argon2idPrefix)) {
 			b.Fatalf("the bcrypt hash was not upgraded: %.10s…", u.PasswordHash)
 		}
 	})
@@ -367,7 +368,7 @@ func BenchmarkRawArgon2id(b *testing.B) {
 		b.ReportAllocs()
 		cpu := startCPU(b)
 		for b.Loop() {
-			argon2.IDKey([]byte(benchPassword), salt, p.time, p.memory, p.threads, argonKeyLen)
+			argon2.IDKey([]byte(benchPassword), salt, p.Time, p.Memory, p.Threads, argonKeyLen)
 		}
 		cpu.report(b)
 	})
@@ -376,7 +377,7 @@ func BenchmarkRawArgon2id(b *testing.B) {
 		cpu := startCPU(b)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				argon2.IDKey([]byte(benchPassword), salt, p.time, p.memory, p.threads, argonKeyLen)
+				argon2.IDKey([]byte(benchPassword), salt, p.Time, p.Memory, p.Threads, argonKeyLen)
 			}
 		})
 		cpu.report(b)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/nmauth/nmauth/internal/hashfmt"
 )
 
 // ImportedUser is a user account brought over from another system with
@@ -246,7 +248,7 @@ func (a *Authenticator) importedCredential(ctx context.Context, hash, password s
 	case hash != "" && password != "":
 		return "", "", fmt.Errorf("%w: both a password and a password hash", ErrInvalidImport)
 	case hash != "":
-		weak, err := importableHash(hash)
+		weak, err := hashfmt.Importable(hash)
 		if err != nil {
 			return "", "", fmt.Errorf("%w: password hash: %s", ErrInvalidImport, strings.TrimPrefix(err.Error(), "nmauth: "))
 		}
@@ -311,7 +313,7 @@ func (a *Authenticator) unusableHash() (string, error) {
 	if _, err := io.ReadFull(a.cfg.Rand, buf); err != nil {
 		return "", fmt.Errorf("nmauth: unusable password hash: %w", err)
 	}
-	return encodeArgonHash(argonHash{argonParams: currentArgonParams(), salt: buf[:argonSaltLen], key: buf[argonSaltLen:]}), nil
+	return encodeArgonHash(argonHash{Params: currentArgonParams(), Salt: buf[:argonSaltLen], Key: buf[argonSaltLen:]}), nil
 }
 
 // ImportConflicts finds the records of one import that would be one

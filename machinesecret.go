@@ -11,6 +11,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/nmauth/nmauth/internal/hashfmt"
 )
 
 // A machine secret is a host password that a program drew from a random
@@ -52,7 +54,7 @@ import (
 // secret; online, guesses are limited the same either way. Give hosts
 // generated secrets.
 const (
-	machineDigestPrefix = "$nmauth-hmac-sha256$k="
+	machineDigestPrefix = hashfmt.MachineDigestPrefix
 	machineSecretBits   = 128
 )
 
@@ -74,6 +76,7 @@ var machineAlphabets = []struct {
 	{64, func(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }},
 }
 
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
 func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
 func isAlnum(c byte) bool { return isDigit(c) || isUpper(c) || isLower(c) }
@@ -143,10 +146,6 @@ func allBytes(s string, ok func(byte) bool) bool {
 	}
 	return true
 }
-
-// isMachineDigest reports whether a stored credential is a machine-secret
-// digest rather than a password hash.
-func isMachineDigest(stored string) bool { return strings.HasPrefix(stored, machineDigestPrefix) }
 
 // machineMAC is the HMAC of a host's secret under one root secret's
 // machine subkey. The host id is part of the message, length first, so

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/nmauth/nmauth/internal/hashfmt"
 	"io"
 	"math/rand/v2"
 	"runtime"
@@ -42,7 +43,7 @@ func recordingHasher(t *testing.T, rnd io.Reader) (*passwordHasher, func() []arg
 	h.argonKey = func(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
 		mu.Lock()
 		defer mu.Unlock()
-		calls = append(calls, argonCall{argonParams{memory, time, threads}, bytes.Clone(salt), keyLen})
+		calls = append(calls, argonCall{argonParams{Memory: memory, Time: time, Threads: threads}, bytes.Clone(salt), keyLen})
 		return make([]byte, keyLen)
 	}
 	return h, func() []argonCall {
@@ -73,8 +74,8 @@ func noWorkHasher(t *testing.T) *passwordHasher {
 func argonPHC(t testing.TB, password string, p argonParams, saltLen, keyLen int) string {
 	t.Helper()
 	salt := bytes.Repeat([]byte{0x5a}, saltLen)
-	key := argon2.IDKey([]byte(password), salt, p.time, p.memory, p.threads, uint32(keyLen))
-	return encodeArgonHash(argonHash{argonParams: p, salt: salt, key: key})
+	key := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, uint32(keyLen))
+	return encodeArgonHash(argonHash{Params: p, Salt: salt, Key: key})
 }
 
 func bcryptHash(t testing.TB, password string) string {
@@ -142,7 +143,7 @@ func TestPasswordHashPHCFormat(t *testing.T) {
 	if strings.Count(encoded, "=") != 4 {
 		t.Errorf("hash %q carries base64 padding", encoded)
 	}
-	want := argonCall{argonParams{19456, 2, 1}, salt, 32}
+	want := argonCall{argonParams{Memory: 19456, Time: 2, Threads: 1}, salt, 32}
 	if c := calls(); len(c) != 1 || c[0].argonParams != want.argonParams || !bytes.Equal(c[0].salt, salt) || c[0].keyLen != 32 {
 		t.Errorf("argon2id calls = %+v; want one with %+v", c, want)
 	}
@@ -183,14 +184,14 @@ func TestVerifyArgonUpgrade(t *testing.T) {
 		keyLen      int
 		wantUpgrade bool
 	}{
-		{"current", argonParams{19456, 2, 1}, 16, 32, false},
-		{"less memory", argonParams{8192, 2, 1}, 16, 32, true},
-		{"fewer passes", argonParams{19456, 1, 1}, 16, 32, true},
-		{"short salt", argonParams{19456, 2, 1}, 8, 32, true},
-		{"short key", argonParams{19456, 2, 1}, 16, 16, true},
-		{"more passes", argonParams{19456, 3, 1}, 16, 32, false},
-		{"more memory and lanes", argonParams{32768, 2, 2}, 16, 32, false},
-		{"longer salt and key", argonParams{19456, 2, 1}, 32, 64, false},
+		{"current", argonParams{Memory: 19456, Time: 2, Threads: 1}, 16, 32, false},
+		{"less memory", argonParams{Memory: 8192, Time: 2, Threads: 1}, 16, 32, true},
+		{"fewer passes", argonParams{Memory: 19456, Time: 1, Threads: 1}, 16, 32, true},
+		{"short salt", argonParams{Memory: 19456, Time: 2, Threads: 1}, 8, 32, true},
+		{"short key", argonParams{Memory: 19456, Time: 2, Threads: 1}, 16, 16, true},
+		{"more passes", argonParams{Memory: 19456, Time: 3, Threads: 1}, 16, 32, false},
+		{"more memory and lanes", argonParams{Memory: 32768, Time: 2, Threads: 2}, 16, 32, false},
+		{"longer salt and key", argonParams{Memory: 19456, Time: 2, Threads: 1}, 32, 64, false},
 	}
 	h := newPasswordHasher(2, 0, nil)
 	for _, tt := range tests {
@@ -304,8 +305,8 @@ func TestVerifyAbsurdParams(t *testing.T) {
 		params string
 		want   argonParams
 	}{
-		{"m=65536,t=4,p=4", argonParams{64 << 10, 4, 4}},
-		{"m=16384,t=16,p=1", argonParams{16 << 10, 16, 1}},
+		{"m=65536,t=4,p=4", argonParams{Memory: 64 << 10, Time: 4, Threads: 4}},
+		{"m=16384,t=16,p=1", argonParams{Memory: 16 << 10, Time: 16, Threads: 1}},
 	} {
 		t.Run("largest accepted "+largest.params, func(t *testing.T) {
 			h, calls := recordingHasher(t, nil)
@@ -359,7 +360,7 @@ func blockingHasher(t *testing.T) (h *passwordHasher, entered chan struct{}, rel
 // deadline.
 func waitForTickets(h *passwordHasher, n int) {
 	for {
-		running, waiting := h.gate.load()
+		running, waiting := h.gate.Load()
 		if running+waiting >= n {
 			return
 		}
@@ -368,7 +369,7 @@ func waitForTickets(h *passwordHasher, n int) {
 }
 
 func TestPasswordHasherBound(t *testing.T) {
-	validArgon := argonPHC(t, testPassword, argonParams{64, 1, 1}, 16, 32)
+	validArgon := argonPHC(t, testPassword, argonParams{Memory: 64, Time: 1, Threads: 1}, 16, 32)
 	validBcrypt := bcryptHash(t, testPassword)
 	thirdCallers := []struct {
 		name string
@@ -430,7 +431,7 @@ func TestPasswordHasherBound(t *testing.T) {
 			if n := runs.Load(); n != 2 {
 				t.Errorf("hashing ran %d times; want 2 (the refused and cancelled callers must not run)", n)
 			}
-			if running, waiting := h.gate.load(); running != 0 || waiting != 0 {
+			if running, waiting := h.gate.Load(); running != 0 || waiting != 0 {
 				t.Errorf("after all callers: %d running, %d waiting; want none", running, waiting)
 			}
 		})
@@ -506,8 +507,8 @@ func TestNewPasswordHasherDefaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d,%d", tt.concurrency, tt.queue), func(t *testing.T) {
 			h := newPasswordHasher(tt.concurrency, tt.queue, nil)
-			if h.gate.limit != tt.wantSlots || h.gate.limit+h.gate.bound != tt.wantTickets {
-				t.Errorf("slots %d, queue %d; want %d, %d", h.gate.limit, h.gate.bound, tt.wantSlots, tt.wantTickets-tt.wantSlots)
+			if h.gate.Limit() != tt.wantSlots || h.gate.Limit()+h.gate.Bound() != tt.wantTickets {
+				t.Errorf("slots %d, queue %d; want %d, %d", h.gate.Limit(), h.gate.Bound(), tt.wantSlots, tt.wantTickets-tt.wantSlots)
 			}
 			if h.rnd == nil {
 				t.Error("nil rnd not replaced by crypto/rand")
@@ -545,12 +546,12 @@ func TestVerifyDummyRealWork(t *testing.T) {
 	if err := h.verifyDummy(context.Background(), testPassword); err != nil {
 		t.Fatalf("verifyDummy: %v", err)
 	}
-	dummy, err := parseArgonHash(h.dummy)
+	dummy, err := hashfmt.ParseArgon2id(h.dummy)
 	if err != nil {
 		t.Fatalf("dummy hash %q does not parse: %v", h.dummy, err)
 	}
-	if dummy.argonParams != currentArgonParams() || dummy.weakerThanCurrent() {
-		t.Errorf("dummy parameters %+v; want the current ones", dummy.argonParams)
+	if dummy.Params != currentArgonParams() || dummy.WeakerThanCurrent() {
+		t.Errorf("dummy parameters %+v; want the current ones", dummy.Params)
 	}
 }
 
@@ -666,8 +667,8 @@ func TestPreparePasswordPrintableASCII(t *testing.T) {
 func fuzzHasher(t *testing.T) *passwordHasher {
 	h := newPasswordHasher(1, 0, nil)
 	h.argonKey = func(password, salt []byte, tm, m uint32, p uint8, keyLen uint32) []byte {
-		if tm < 1 || tm > maxArgonTime || p < 1 || p > maxArgonThreads || m < 8*uint32(p) || m > maxArgonMemory ||
-			keyLen < minArgonKeyLen || keyLen > maxArgonKeyLen || len(salt) < minArgonSaltLen || len(salt) > maxArgonSaltLen {
+		if tm < 1 || tm > hashfmt.MaxArgonTime || p < 1 || p > hashfmt.MaxArgonThreads || m < 8*uint32(p) || m > hashfmt.MaxArgonMemory ||
+			keyLen < hashfmt.MinArgonKeyLen || keyLen > hashfmt.MaxArgonKeyLen || len(salt) < hashfmt.MinArgonSaltLen || len(salt) > hashfmt.MaxArgonSaltLen {
 			t.Fatalf("argon2id reached with m=%d t=%d p=%d salt=%d key=%d", m, tm, p, len(salt), keyLen)
 		}
 		if m <= 256 && tm <= 2 {
@@ -686,8 +687,8 @@ func fuzzHasher(t *testing.T) *passwordHasher {
 
 func FuzzVerifyPasswordHash(f *testing.F) {
 	seeds := []string{
-		argonPHC(f, "password", argonParams{64, 1, 1}, 16, 32),
-		argonPHC(f, "password", argonParams{256, 2, 2}, 8, 16),
+		argonPHC(f, "password", argonParams{Memory: 64, Time: 1, Threads: 1}, 16, 32),
+		argonPHC(f, "password", argonParams{Memory: 256, Time: 2, Threads: 2}, 8, 16),
 		"$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$" + base64.RawStdEncoding.EncodeToString(make([]byte, 32)),
 		"$argon2id$v=19$m=1048577,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$c2FsdHNhbHRzYWx0c2FsdA",
 		"$argon2id$v=19$m=8,t=0,p=0$c2FsdHNhbHRzYWx0c2FsdA$c2FsdHNhbHRzYWx0c2FsdA",
@@ -712,12 +713,12 @@ func FuzzVerifyPasswordHash(f *testing.F) {
 		if err != nil && !errors.Is(err, errMalformedHash) {
 			t.Fatalf("verify error %v does not wrap errMalformedHash", err)
 		}
-		if _, perr := parseImportedHash(encoded); perr != nil && !strings.HasPrefix(encoded, argonPrefix) && !isBcryptPrefix(encoded) && err == nil {
+		if _, perr := hashfmt.Importable(encoded); perr != nil && !strings.HasPrefix(encoded, hashfmt.Argon2idPrefix) && hashfmt.Identify(encoded) != hashfmt.Bcrypt && err == nil {
 			t.Fatalf("unknown format %q accepted", encoded)
 		}
 		// The parser accepts only canonical strings: what it reads it
 		// writes back byte for byte.
-		if a, err := parseArgonHash(encoded); err == nil && strings.HasPrefix(encoded, argonPrefix) {
+		if a, err := hashfmt.ParseArgon2id(encoded); err == nil && strings.HasPrefix(encoded, hashfmt.Argon2idPrefix) {
 			if again := encodeArgonHash(a); again != encoded {
 				t.Fatalf("parsed %q, re-encoded %q", encoded, again)
 			}

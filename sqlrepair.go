@@ -178,9 +178,9 @@ func lockedPassword() []any {
 	buf := make([]byte, argonSaltLen+argonKeyLen)
 	_, _ = rand.Read(buf) // crypto/rand.Read never fails
 	return []any{encodeArgonHash(argonHash{
-		argonParams: currentArgonParams(),
-		salt:        buf[:argonSaltLen],
-		key:         buf[argonSaltLen:],
+		Params: currentArgonParams(),
+		Salt:   buf[:argonSaltLen],
+		Key:    buf[argonSaltLen:],
 	}), true}
 }
 

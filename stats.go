@@ -63,8 +63,8 @@ type CacheStats struct {
 // it may be called on every scrape; under load its fields are read one
 // after another rather than at one instant.
 func (a *Authenticator) Stats() Stats {
-	running, waiting := a.hasher.gate.load()
-	hostsRunning, hostsWaiting := a.hostGate.load()
+	running, waiting := a.hasher.gate.Load()
+	hostsRunning, hostsWaiting := a.hostGate.Load()
 	tokens := a.tokens.stats()
 	clients := a.clients.stats()
 	return Stats{

@@ -2,13 +2,13 @@ package passkey
 
 import (
 	"bytes"
-	"container/heap"
 	"context"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/expiry"
 )
 
 // Record is what a [Store] keeps of one user: the WebAuthn user handle and
@@ -146,7 +146,7 @@ type MemoryStore struct {
 	// put drops the expired ones without a scan. An entry whose challenge
 	// was taken stays until it comes up, or until they outnumber the
 	// challenges twice over and the heap is built again.
-	expiries expiryHeap
+	expiries expiry.Heap[string]
 	// flows counts the stored challenges of each flow.
 	flows map[Flow]int
 }
@@ -246,12 +246,11 @@ func (s *MemoryStore) PutChallenge(ctx context.Context, c Challenge, now time.Ti
 	if s.challenges == nil {
 		s.challenges, s.flows = map[string]Challenge{}, map[Flow]int{}
 	}
-	for len(s.expiries) > 0 && !now.Before(s.expiries[0].expires) {
-		e := heap.Pop(&s.expiries).(expiry)
-		if old, ok := s.challenges[e.key]; ok && old.Expires.Equal(e.expires) {
-			s.remove(e.key)
+	s.expiries.PopDue(now, func(key string, at time.Time) {
+		if old, ok := s.challenges[key]; ok && old.Expires.Equal(at) {
+			s.remove(key)
 		}
-	}
+	})
 	if _, ok := s.challenges[c.Key]; ok {
 		return nmauth.ErrExists
 	}
@@ -261,14 +260,11 @@ func (s *MemoryStore) PutChallenge(ctx context.Context, c Challenge, now time.Ti
 	c.Handle = slices.Clone(c.Handle)
 	s.challenges[c.Key] = c
 	s.flows[c.Flow]++
-	heap.Push(&s.expiries, expiry{c.Expires, c.Key})
-	if len(s.expiries) > 2*len(s.challenges)+64 {
-		s.expiries = s.expiries[:0]
+	s.expiries.Push(c.Expires, c.Key, len(s.challenges), func(add func(time.Time, string)) {
 		for k, c := range s.challenges {
-			s.expiries = append(s.expiries, expiry{c.Expires, k})
+			add(c.Expires, k)
 		}
-		heap.Init(&s.expiries)
-	}
+	})
 	return nil
 }
 
@@ -276,26 +272,6 @@ func (s *MemoryStore) PutChallenge(ctx context.Context, c Challenge, now time.Ti
 func (s *MemoryStore) remove(key string) {
 	s.flows[s.challenges[key].Flow]--
 	delete(s.challenges, key)
-}
-
-// expiry is when the challenge of key expires.
-type expiry struct {
-	expires time.Time
-	key     string
-}
-
-// expiryHeap is a min-heap of expiries for container/heap.
-type expiryHeap []expiry
-
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].expires.Before(h[j].expires) }
-func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiry)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
 }
 
 // TakeChallenge implements [Store].

@@ -1,7 +1,6 @@
 package sso
 
 import (
-	"container/heap"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth"
+	"github.com/nmauth/nmauth/internal/expiry"
 )
 
 // Pending is a login sent to the provider and not back yet.
@@ -81,28 +81,14 @@ type MemoryStore struct {
 	// that a put drops the expired ones without a scan. An entry of one
 	// taken stays until it comes up, or until they outnumber the states
 	// and results twice over and the heap is built again.
-	expiries expiryHeap
+	expiries expiry.Heap[expiring]
 }
 
-// expiry is when the state or the result of key expires.
-type expiry struct {
-	expires time.Time
-	key     string
-	result  bool
-}
-
-// expiryHeap is a min-heap of expiries for container/heap.
-type expiryHeap []expiry
-
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].expires.Before(h[j].expires) }
-func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiry)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+// expiring is what an entry of the expiries names: the state or the
+// result of key.
+type expiring struct {
+	key    string
+	result bool
 }
 
 type result struct {
@@ -133,23 +119,22 @@ func (m *MemoryStore) PutState(_ context.Context, state string, p Pending, room 
 	}
 	m.states[state] = p
 	m.groups[p.Group]++
-	m.expire(expiry{p.Expires, state, false})
+	m.expire(p.Expires, expiring{state, false})
 	return nil
 }
 
 // dropExpired drops the states and results that expired before now.
 func (m *MemoryStore) dropExpired(now time.Time) {
-	for len(m.expiries) > 0 && !now.Before(m.expiries[0].expires) {
-		e := heap.Pop(&m.expiries).(expiry)
+	m.expiries.PopDue(now, func(e expiring, at time.Time) {
 		if e.result {
-			if r, ok := m.results[e.key]; ok && r.expires.Equal(e.expires) {
+			if r, ok := m.results[e.key]; ok && r.expires.Equal(at) {
 				delete(m.results, e.key)
 			}
-		} else if p, ok := m.states[e.key]; ok && p.Expires.Equal(e.expires) {
+		} else if p, ok := m.states[e.key]; ok && p.Expires.Equal(at) {
 			delete(m.states, e.key)
 			m.forget(p)
 		}
-	}
+	})
 }
 
 // pushOut drops the oldest state of the group that holds the most, if
@@ -199,19 +184,15 @@ func roomError(used, held int, room Room) error {
 }
 
 // expire notes when a state or result just stored expires.
-func (m *MemoryStore) expire(e expiry) {
-	heap.Push(&m.expiries, e)
-	if len(m.expiries) <= 2*(len(m.states)+len(m.results))+64 {
-		return
-	}
-	m.expiries = m.expiries[:0]
-	for k, p := range m.states {
-		m.expiries = append(m.expiries, expiry{p.Expires, k, false})
-	}
-	for k, r := range m.results {
-		m.expiries = append(m.expiries, expiry{r.expires, k, true})
-	}
-	heap.Init(&m.expiries)
+func (m *MemoryStore) expire(at time.Time, e expiring) {
+	m.expiries.Push(at, e, len(m.states)+len(m.results), func(add func(time.Time, expiring)) {
+		for k, p := range m.states {
+			add(p.Expires, expiring{k, false})
+		}
+		for k, r := range m.results {
+			add(r.expires, expiring{k, true})
+		}
+	})
 }
 
 // TakeState implements [Store].
@@ -234,7 +215,7 @@ func (m *MemoryStore) PutResult(_ context.Context, state, text string, expires t
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.results[state] = result{text, expires}
-	m.expire(expiry{expires, state, true})
+	m.expire(expires, expiring{state, true})
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package nmauth
+package hashfmt
 
 import (
 	"crypto/pbkdf2"
@@ -15,9 +15,8 @@ import (
 )
 
 // The password hash formats of other systems that an import may bring
-// (see [ImportedUser]), besides the argon2id and bcrypt that password.go
-// reads itself. Each is verified as its system would, and replaced by an
-// argon2id hash (or a host's machine digest) at the account's first right
+// (nmauth.ImportedUser), besides argon2id and bcrypt. Each is verified as
+// its system would, and replaced by an argon2id hash (or a host's machine digest) at the account's first right
 // login, so a store holds them only until then:
 //
 //	$argon2i$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<key>   the PHC string of argon2i
@@ -35,7 +34,7 @@ const (
 )
 
 // Bounds on the parameters of an imported hash, of the order of
-// password.go's bounds on argon2id (64 MiB, about a second of one core):
+// the bounds on argon2id (64 MiB, about a second of one core):
 // a planted record must not make one login allocate gigabytes or spin
 // for minutes. scrypt's lanes (p) run one after another in
 // golang.org/x/crypto/scrypt, on the one thread the gate admitted, so p
@@ -52,13 +51,11 @@ const (
 	maxImportedKeyLen = 64
 )
 
-// The costs below which an imported hash is reported weak: bcrypt's cost
-// 10, scrypt's N*r*p = 2^20 (N = 2^17, r = 8, p = 1, or as much work
+// The costs below which an imported hash is reported weak: scrypt's N*r*p = 2^20 (N = 2^17, r = 8, p = 1, or as much work
 // spread otherwise) and PBKDF2-SHA256's 600 000 iterations are OWASP's
 // Password Storage Cheat Sheet's minimums; argon2 is held to the
 // parameters of new hashes.
 const (
-	weakBcryptCost    = 10
 	weakScryptWork    = 1 << 20
 	weakPBKDF2Rounds  = 600_000
 	pbkdf2SHA256Block = 32
@@ -73,68 +70,27 @@ type importedHash interface {
 	weakness() string
 }
 
-// checkImported is check for the formats above. A hash that matches is
-// always to be replaced by nmauth's own.
-func (h *passwordHasher) checkImported(encoded, password string) (ok, upgrade bool, err error) {
-	parsed, err := parseImportedHash(encoded)
-	if err != nil {
-		return false, false, err
-	}
-	ok = parsed.matches(password)
-	return ok, ok, nil
-}
-
-// parseImportedHash reads a hash of one of the formats above; any other
-// string gives an error wrapping errMalformedHash.
-func parseImportedHash(encoded string) (importedHash, error) {
-	switch {
-	case strings.HasPrefix(encoded, argon2iPrefix):
+// parseImported reads a hash of one of the imported formats, f as
+// [Identify] named it; any other gives an error wrapping ErrMalformed.
+func parseImported(f Format, encoded string) (importedHash, error) {
+	switch f {
+	case Argon2i:
 		return parseArgon2i(encoded)
-	case strings.HasPrefix(encoded, scryptPrefix):
+	case Scrypt:
 		return parseScrypt(encoded)
-	case strings.HasPrefix(encoded, pbkdf2Prefix):
+	case PBKDF2:
 		return parsePBKDF2(encoded)
-	case strings.HasPrefix(encoded, djangoPBKDF2Prefix):
+	case DjangoPBKDF2:
 		return parseDjangoPBKDF2(encoded)
 	}
-	return nil, fmt.Errorf("%w: unknown format", errMalformedHash)
-}
-
-// importableHash checks a hash given to an import without spending any
-// work on it, and says why it is weak ("" when it is not). It accepts the
-// formats that a login verifies: argon2id and bcrypt, and those above.
-func importableHash(encoded string) (weak string, err error) {
-	switch {
-	case strings.HasPrefix(encoded, argonPrefix):
-		a, err := parseArgonHash(encoded)
-		if err != nil {
-			return "", err
-		}
-		if a.weakerThanCurrent() {
-			return fmt.Sprintf("argon2id with m=%d,t=%d below m=%d,t=%d", a.memory, a.time, argonMemory, argonTime), nil
-		}
-		return "", nil
-	case isBcryptPrefix(encoded):
-		if err := checkBcryptHash(encoded); err != nil {
-			return "", err
-		}
-		if cost, _ := strconv.Atoi(encoded[4:6]); cost < weakBcryptCost {
-			return fmt.Sprintf("bcrypt cost %d below %d", cost, weakBcryptCost), nil
-		}
-		return "", nil
-	}
-	parsed, err := parseImportedHash(encoded)
-	if err != nil {
-		return "", err
-	}
-	return parsed.weakness(), nil
+	return nil, fmt.Errorf("%w: unknown format", ErrMalformed)
 }
 
 // phcFields splits "$<id>$<fields>..." after its prefix into want fields.
 func phcFields(encoded, prefix string, want int) ([]string, error) {
 	fields := strings.Split(strings.TrimPrefix(encoded, prefix), "$")
 	if len(fields) != want {
-		return nil, fmt.Errorf("%w: %s: want %d fields after the algorithm", errMalformedHash, strings.Trim(prefix, "$_"), want)
+		return nil, fmt.Errorf("%w: %s: want %d fields after the algorithm", ErrMalformed, strings.Trim(prefix, "$_"), want)
 	}
 	return fields, nil
 }
@@ -144,13 +100,13 @@ func phcFields(encoded, prefix string, want int) ([]string, error) {
 func phcParams(s, algo string, names []string, limits []uint32) ([]uint32, error) {
 	parts := strings.Split(s, ",")
 	if len(parts) != len(names) {
-		return nil, fmt.Errorf("%w: %s: want parameters %s", errMalformedHash, algo, strings.Join(names, ","))
+		return nil, fmt.Errorf("%w: %s: want parameters %s", ErrMalformed, algo, strings.Join(names, ","))
 	}
 	out := make([]uint32, len(parts))
 	for i, p := range parts {
 		v, err := parseParam(p, names[i]+"=", limits[i])
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", errMalformedHash, algo, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, algo, err)
 		}
 		out[i] = v
 	}
@@ -162,16 +118,16 @@ func phcParams(s, algo string, names []string, limits []uint32) ([]uint32, error
 func decodeImportedB64(s, algo, name string, minLen, maxLen int) ([]byte, error) {
 	b, err := base64.RawStdEncoding.Strict().DecodeString(strings.TrimRight(s, "="))
 	if err != nil || strings.ContainsAny(s, "\r\n") {
-		return nil, fmt.Errorf("%w: %s: bad %s encoding", errMalformedHash, algo, name)
+		return nil, fmt.Errorf("%w: %s: bad %s encoding", ErrMalformed, algo, name)
 	}
 	if len(b) < minLen || len(b) > maxLen {
-		return nil, fmt.Errorf("%w: %s: %s length %d outside %d..%d", errMalformedHash, algo, name, len(b), minLen, maxLen)
+		return nil, fmt.Errorf("%w: %s: %s length %d outside %d..%d", ErrMalformed, algo, name, len(b), minLen, maxLen)
 	}
 	return b, nil
 }
 
 // argon2iHash is a parsed PHC argon2i string.
-type argon2iHash struct{ argonHash }
+type argon2iHash struct{ Argon2idHash }
 
 func parseArgon2i(encoded string) (importedHash, error) {
 	fields, err := phcFields(encoded, argon2iPrefix, 4)
@@ -179,29 +135,29 @@ func parseArgon2i(encoded string) (importedHash, error) {
 		return nil, err
 	}
 	if fields[0] != "v="+strconv.Itoa(argon2.Version) {
-		return nil, fmt.Errorf("%w: argon2i: unsupported version", errMalformedHash)
+		return nil, fmt.Errorf("%w: argon2i: unsupported version", ErrMalformed)
 	}
 	var a argon2iHash
-	if a.argonParams, err = parseArgonParams(fields[1], "argon2i"); err != nil {
+	if a.Params, err = parseArgonParams(fields[1], "argon2i"); err != nil {
 		return nil, err
 	}
-	if a.salt, err = decodeImportedB64(fields[2], "argon2i", "salt", minArgonSaltLen, maxArgonSaltLen); err != nil {
+	if a.Salt, err = decodeImportedB64(fields[2], "argon2i", "salt", MinArgonSaltLen, MaxArgonSaltLen); err != nil {
 		return nil, err
 	}
-	if a.key, err = decodeImportedB64(fields[3], "argon2i", "key", minArgonKeyLen, maxArgonKeyLen); err != nil {
+	if a.Key, err = decodeImportedB64(fields[3], "argon2i", "key", MinArgonKeyLen, MaxArgonKeyLen); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
 func (a argon2iHash) matches(password string) bool {
-	key := argon2.Key([]byte(password), a.salt, a.time, a.memory, a.threads, uint32(len(a.key)))
-	return subtle.ConstantTimeCompare(key, a.key) == 1
+	key := argon2.Key([]byte(password), a.Salt, a.Time, a.Memory, a.Threads, uint32(len(a.Key)))
+	return subtle.ConstantTimeCompare(key, a.Key) == 1
 }
 
 func (a argon2iHash) weakness() string {
-	if a.weakerThanCurrent() {
-		return fmt.Sprintf("argon2i with m=%d,t=%d below m=%d,t=%d", a.memory, a.time, argonMemory, argonTime)
+	if a.WeakerThanCurrent() {
+		return fmt.Sprintf("argon2i with m=%d,t=%d below m=%d,t=%d", a.Memory, a.Time, Memory, Time)
 	}
 	return ""
 }
@@ -225,7 +181,7 @@ func parseScrypt(encoded string) (importedHash, error) {
 	if err := s.checkBounds(); err != nil {
 		return nil, err
 	}
-	if s.salt, err = decodeImportedB64(fields[1], "scrypt", "salt", minArgonSaltLen, maxArgonSaltLen); err != nil {
+	if s.salt, err = decodeImportedB64(fields[1], "scrypt", "salt", MinArgonSaltLen, MaxArgonSaltLen); err != nil {
 		return nil, err
 	}
 	if s.key, err = decodeImportedB64(fields[2], "scrypt", "key", minImportedKeyLen, maxImportedKeyLen); err != nil {
@@ -240,12 +196,12 @@ func (s scryptHash) checkBounds() error {
 	n := uint64(1) << s.logN
 	switch {
 	case s.logN < 1 || s.r < 1 || s.p < 1:
-		return fmt.Errorf("%w: scrypt: ln, r and p must be at least 1", errMalformedHash)
+		return fmt.Errorf("%w: scrypt: ln, r and p must be at least 1", ErrMalformed)
 	case 128*n*uint64(s.r) > maxScryptMemory:
-		return fmt.Errorf("%w: scrypt: ln=%d,r=%d needs 128*N*r = %d MiB, above %d MiB", errMalformedHash,
+		return fmt.Errorf("%w: scrypt: ln=%d,r=%d needs 128*N*r = %d MiB, above %d MiB", ErrMalformed,
 			s.logN, s.r, 128*n*uint64(s.r)>>20, maxScryptMemory>>20)
 	case n*uint64(s.r)*uint64(s.p) > maxScryptWork:
-		return fmt.Errorf("%w: scrypt: ln=%d,r=%d,p=%d is N*r*p = 2^%.1f, above 2^21", errMalformedHash,
+		return fmt.Errorf("%w: scrypt: ln=%d,r=%d,p=%d is N*r*p = 2^%.1f, above 2^21", ErrMalformed,
 			s.logN, s.r, s.p, math.Log2(float64(n*uint64(s.r)*uint64(s.p))))
 	}
 	return nil
@@ -279,14 +235,14 @@ func parsePBKDF2(encoded string) (importedHash, error) {
 		return nil, err
 	}
 	h := pbkdf2Hash{rounds: v[0]}
-	if h.salt, err = decodeImportedB64(fields[1], "pbkdf2-sha256", "salt", minArgonSaltLen, maxArgonSaltLen); err != nil {
+	if h.salt, err = decodeImportedB64(fields[1], "pbkdf2-sha256", "salt", MinArgonSaltLen, MaxArgonSaltLen); err != nil {
 		return nil, err
 	}
 	if h.key, err = decodeImportedB64(fields[2], "pbkdf2-sha256", "key", minImportedKeyLen, maxImportedKeyLen); err != nil {
 		return nil, err
 	}
 	if h.rounds < 1 || int(v[1]) != len(h.key) {
-		return nil, fmt.Errorf("%w: pbkdf2-sha256: no rounds, or l is not the key's length", errMalformedHash)
+		return nil, fmt.Errorf("%w: pbkdf2-sha256: no rounds, or l is not the key's length", ErrMalformed)
 	}
 	return h, h.checkBounds("pbkdf2-sha256", "i")
 }
@@ -298,10 +254,10 @@ func parseDjangoPBKDF2(encoded string) (importedHash, error) {
 	}
 	rounds, err := parseParam("i="+fields[0], "i=", math.MaxUint32)
 	if err != nil || rounds < 1 {
-		return nil, fmt.Errorf("%w: pbkdf2_sha256: bad iterations", errMalformedHash)
+		return nil, fmt.Errorf("%w: pbkdf2_sha256: bad iterations", ErrMalformed)
 	}
-	if len(fields[1]) < 1 || len(fields[1]) > maxArgonSaltLen {
-		return nil, fmt.Errorf("%w: pbkdf2_sha256: salt length outside 1..%d", errMalformedHash, maxArgonSaltLen)
+	if len(fields[1]) < 1 || len(fields[1]) > MaxArgonSaltLen {
+		return nil, fmt.Errorf("%w: pbkdf2_sha256: salt length outside 1..%d", ErrMalformed, MaxArgonSaltLen)
 	}
 	key, err := decodeImportedB64(fields[2], "pbkdf2_sha256", "key", minImportedKeyLen, maxImportedKeyLen)
 	if err != nil {
@@ -316,7 +272,7 @@ func parseDjangoPBKDF2(encoded string) (importedHash, error) {
 func (h pbkdf2Hash) checkBounds(algo, param string) error {
 	blocks := (len(h.key) + pbkdf2SHA256Block - 1) / pbkdf2SHA256Block
 	if uint64(h.rounds)*uint64(blocks) > maxPBKDF2Rounds {
-		return fmt.Errorf("%w: %s: %s=%d for %d bytes of key is above %d iterations of 32 bytes", errMalformedHash,
+		return fmt.Errorf("%w: %s: %s=%d for %d bytes of key is above %d iterations of 32 bytes", ErrMalformed,
 			algo, param, h.rounds, len(h.key), maxPBKDF2Rounds)
 	}
 	return nil

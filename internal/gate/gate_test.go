@@ -1,4 +1,4 @@
-package nmauth
+package gate
 
 import (
 	"context"
@@ -10,13 +10,27 @@ import (
 	"time"
 )
 
+// accountKey is an account as the tests name it; a gate takes any
+// comparable key.
+type accountKey struct{ kind, name string }
+
+// entrant is a caller of the gates of these tests.
+type entrant = Entrant[accountKey]
+
+// errOverloaded is what the gates of these tests refuse with.
+var errOverloaded = errors.New("gate test: overloaded")
+
+// errThrottled is what they refuse a caller with whose account holds its
+// share.
+var errThrottled = errors.New("gate test: throttled")
+
 // gateRun drives an admission gate from a test: its one slot is held by
 // the test, every caller waits in a goroutine of its own, and each
 // answer comes back on done, so that the test sees who was refused or
 // pushed out, and in which order the slot went round.
 type gateRun struct {
 	t    *testing.T
-	g    *admission
+	g    *Gate[accountKey]
 	done chan gateAnswer
 }
 
@@ -30,9 +44,9 @@ type gateAnswer struct {
 // newGateRun makes a gate of one slot and bound places, with draws from
 // a seeded source, and takes the slot.
 func newGateRun(t *testing.T, bound int, seed uint64) *gateRun {
-	g := newAdmission(1, bound, time.Minute)
+	g := New[accountKey](1, bound, time.Minute, func() error { return errOverloaded }, func() error { return errThrottled })
 	g.draw = rand.New(rand.NewPCG(seed, seed+1)).IntN
-	if err := g.acquire(context.Background(), entrant{client: netip.MustParseAddr("192.0.2.250")}); err != nil {
+	if err := g.Acquire(context.Background(), entrant{Client: netip.MustParseAddr("192.0.2.250")}); err != nil {
 		t.Fatal(err)
 	}
 	return &gateRun{t: t, g: g, done: make(chan gateAnswer, 4*bound+16)}
@@ -43,12 +57,12 @@ func newGateRun(t *testing.T, bound int, seed uint64) *gateRun {
 // caller of arrive reads the answer.
 func (r *gateRun) arrive(name string, e entrant) {
 	r.t.Helper()
-	_, before := r.g.load()
+	_, before := r.g.Load()
 	full := before >= r.g.bound
 	go func() {
-		err := r.g.acquire(context.Background(), e)
+		err := r.g.Acquire(context.Background(), e)
 		if err == nil {
-			r.g.release()
+			r.g.Release()
 		}
 		r.done <- gateAnswer{name, err}
 	}()
@@ -56,7 +70,7 @@ func (r *gateRun) arrive(name string, e entrant) {
 		return // the caller of arrive reads the answer
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
-		if _, w := r.g.load(); w != before || len(r.done) > 0 {
+		if _, w := r.g.Load(); w != before || len(r.done) > 0 {
 			return
 		}
 	}
@@ -67,14 +81,14 @@ func (r *gateRun) arrive(name string, e entrant) {
 // name of the caller refused or pushed out.
 func (r *gateRun) refused() string {
 	r.t.Helper()
-	return r.answered(ErrOverloaded)
+	return r.answered(errOverloaded)
 }
 
 // throttled is refused for a caller refused as throttled: its account
 // held its share of the queue.
 func (r *gateRun) throttled() string {
 	r.t.Helper()
-	return r.answered(ErrThrottled)
+	return r.answered(errThrottled)
 }
 
 // answered returns the name of the next caller answered, which must have
@@ -97,8 +111,8 @@ func (r *gateRun) answered(want error) string {
 // slot went to them.
 func (r *gateRun) drain() []string {
 	r.t.Helper()
-	_, waiting := r.g.load()
-	r.g.release()
+	_, waiting := r.g.Load()
+	r.g.Release()
 	var order []string
 	for range waiting {
 		a := <-r.done
@@ -107,7 +121,7 @@ func (r *gateRun) drain() []string {
 		}
 		order = append(order, a.name)
 	}
-	if running, w := r.g.load(); running != 0 || w != 0 {
+	if running, w := r.g.Load(); running != 0 || w != 0 {
 		r.t.Errorf("after all: %d running, %d waiting; want none", running, w)
 	}
 	return order
@@ -139,12 +153,12 @@ func TestAdmissionManyGroupsOfOne(t *testing.T) {
 			const bound, newcomers = 64, 400
 			r := newGateRun(t, bound, 1)
 			for i := range bound {
-				r.arrive(fmt.Sprint("flood-", i), entrant{client: tc.addr(i), class: classNew})
+				r.arrive(fmt.Sprint("flood-", i), entrant{Client: tc.addr(i), Class: ClassNew})
 			}
 			placed := 0
 			for i := range newcomers {
 				name := fmt.Sprint("newcomer-", i)
-				r.arrive(name, entrant{client: tc.addr(bound + i), class: classNew})
+				r.arrive(name, entrant{Client: tc.addr(bound + i), Class: ClassNew})
 				if r.refused() != name {
 					placed++
 				}
@@ -173,15 +187,15 @@ func TestAdmissionPushesFromLongestGroup(t *testing.T) {
 	r := newGateRun(t, 6, 2)
 	big := netip.MustParseAddr("192.0.2.1")
 	for i := range 4 {
-		r.arrive(fmt.Sprint("big-", i), entrant{client: big.Next(), class: classNew})
+		r.arrive(fmt.Sprint("big-", i), entrant{Client: big.Next(), Class: ClassNew})
 	}
-	r.arrive("small-1", entrant{client: slash24(1), class: classNew})
-	r.arrive("small-2", entrant{client: slash24(2), class: classNew})
-	r.arrive("newcomer", entrant{client: slash24(3), class: classNew})
+	r.arrive("small-1", entrant{Client: slash24(1), Class: ClassNew})
+	r.arrive("small-2", entrant{Client: slash24(2), Class: ClassNew})
+	r.arrive("newcomer", entrant{Client: slash24(3), Class: ClassNew})
 	if got := r.refused(); got != "big-3" {
 		t.Errorf("pushed out %s; want big-3, the newest of the longest group", got)
 	}
-	r.arrive("big-again", entrant{client: big, class: classNew})
+	r.arrive("big-again", entrant{Client: big, Class: ClassNew})
 	if got := r.refused(); got != "big-again" {
 		t.Errorf("a newcomer of the longest group: %s was answered; want the newcomer itself", got)
 	}
@@ -199,18 +213,18 @@ func TestAdmissionPushesFromLongestGroup(t *testing.T) {
 func TestAdmissionClasses(t *testing.T) {
 	r := newGateRun(t, 12, 3)
 	for i := range 12 {
-		r.arrive(fmt.Sprint("nobody-", i), entrant{client: slash24(i), class: classNobody})
+		r.arrive(fmt.Sprint("nobody-", i), entrant{Client: slash24(i), Class: ClassNobody})
 	}
 	for i := range 2 {
 		name := fmt.Sprint("new-", i)
-		r.arrive(name, entrant{client: slash24(100 + i), class: classNew})
+		r.arrive(name, entrant{Client: slash24(100 + i), Class: ClassNew})
 		if got := r.refused(); got == name {
 			t.Fatalf("%s was refused; want a name that does not exist pushed out", name)
 		}
 	}
 	for i := range 9 {
 		name := fmt.Sprint("known-", i)
-		r.arrive(name, entrant{client: slash24(200 + i), class: classKnown})
+		r.arrive(name, entrant{Client: slash24(200 + i), Class: ClassKnown})
 		if got := r.refused(); got == name || got[:6] != "nobody" {
 			t.Fatalf("%s: %s was answered; want a name that does not exist pushed out", name, got)
 		}
@@ -233,11 +247,11 @@ func TestAdmissionClasses(t *testing.T) {
 func TestAdmissionAccountShare(t *testing.T) {
 	const bound = 32
 	r := newGateRun(t, bound, 4)
-	mallory := accountKey{kind: KindUser, name: "mallory"}
+	mallory := accountKey{kind: "user", name: "mallory"}
 	share := bound / accountShareOf
 	for i := range 50 {
 		name := fmt.Sprint("mallory-", i)
-		r.arrive(name, entrant{client: slash24(i), account: mallory, class: classKnown})
+		r.arrive(name, entrant{Client: slash24(i), Account: mallory, Class: ClassKnown})
 		if i < share {
 			continue
 		}
@@ -245,14 +259,14 @@ func TestAdmissionAccountShare(t *testing.T) {
 			t.Fatalf("mallory's login %d past its share: %s was answered; want the newcomer throttled", i, got)
 		}
 	}
-	if _, w := r.g.load(); w != share {
+	if _, w := r.g.Load(); w != share {
 		t.Fatalf("mallory's 50 logins hold %d places; want its share, %d", w, share)
 	}
-	alice := accountKey{kind: KindUser, name: "alice"}
+	alice := accountKey{kind: "user", name: "alice"}
 	for i := range bound - share {
-		r.arrive(fmt.Sprint("other-", i), entrant{client: slash24(100), account: accountKey{kind: KindUser, name: fmt.Sprint("user-", i)}, class: classKnown})
+		r.arrive(fmt.Sprint("other-", i), entrant{Client: slash24(100), Account: accountKey{kind: "user", name: fmt.Sprint("user-", i)}, Class: ClassKnown})
 	}
-	r.arrive("alice", entrant{client: slash24(101), account: alice, class: classKnown})
+	r.arrive("alice", entrant{Client: slash24(101), Account: alice, Class: ClassKnown})
 	// The known wait by account: mallory's four are the longest group.
 	if got := r.refused(); got != fmt.Sprint("mallory-", share-1) {
 		t.Errorf("with the queue full, %s was answered; want mallory's newest, of the longest group", got)

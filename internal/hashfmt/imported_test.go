@@ -1,4 +1,4 @@
-package nmauth
+package hashfmt
 
 import (
 	"errors"
@@ -24,10 +24,10 @@ func FuzzImportedHash(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, encoded string) {
-		h, err := parseImportedHash(encoded)
+		h, err := parseImported(Identify(encoded), encoded)
 		if err != nil {
-			if !errors.Is(err, errMalformedHash) {
-				t.Fatalf("error %v does not wrap errMalformedHash", err)
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
 			}
 			return
 		}
@@ -39,13 +39,13 @@ func FuzzImportedHash(f *testing.F) {
 			t.Fatalf("unknown format %q accepted", encoded)
 		}
 		_ = h.weakness()
-		if _, err := importableHash(encoded); err != nil {
+		if _, err := Importable(encoded); err != nil {
 			t.Fatalf("parsed but not importable: %v", err)
 		}
 		cheap := false
 		switch v := h.(type) {
 		case argon2iHash:
-			cheap = v.memory <= 64 && v.time <= 1
+			cheap = v.Memory <= 64 && v.Time <= 1
 		case scryptHash:
 			cheap = v.logN <= 4 && v.r <= 2 && v.p <= 1
 		case pbkdf2Hash:

@@ -1,0 +1,133 @@
+// Package hashfmt is the one registry of the stored credential formats a
+// login meets: nmauth's own argon2id, the machine-secret digest (which it
+// only recognises: checking one needs the root secrets), bcrypt, and the
+// formats an import may bring from other systems (argon2i, scrypt,
+// PBKDF2-SHA256 in PHC and Django form). A stored hash is identified once
+// ([Identify]); the [Format] found is then asked to verify a password and
+// says whether the hash needs an update, as Django's check_password does
+// with identify_hasher, verify and must_update.
+//
+// Every parser bounds the parameters it reads before any work is done on
+// them, so a planted record cannot make one login allocate gigabytes or
+// spin for minutes. The package knows nothing of accounts, stores or the
+// hashing gate; its caller holds a slot of the gate around [Engines.Verify].
+package hashfmt
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/argon2"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// ErrMalformed is wrapped by every error about a stored hash that is not
+// well formed, of no known format, or beyond the bounds of a login's work.
+var ErrMalformed = errors.New("nmauth: malformed password hash")
+
+// Format is what [Identify] finds a stored credential to be.
+type Format uint8
+
+// The formats, in the order [Identify] tries them.
+const (
+	Unknown       Format = iota // none of the below
+	Argon2id                    // nmauth's own: "$argon2id$"
+	MachineDigest               // a host's machine-secret digest: "$nmauth-hmac-sha256$k="
+	Bcrypt                      // "$2a$", "$2b$" or "$2y$"
+	Argon2i                     // imported: "$argon2i$"
+	Scrypt                      // imported: "$scrypt$"
+	PBKDF2                      // imported: "$pbkdf2-sha256$"
+	DjangoPBKDF2                // imported: "pbkdf2_sha256$"
+)
+
+// MachineDigestPrefix starts the stored form of a machine secret.
+const MachineDigestPrefix = "$nmauth-hmac-sha256$k="
+
+// Identify names the format of a stored credential from its prefix alone,
+// without parsing or spending any work on it.
+func Identify(encoded string) Format {
+	switch {
+	case strings.HasPrefix(encoded, Argon2idPrefix):
+		return Argon2id
+	case strings.HasPrefix(encoded, MachineDigestPrefix):
+		return MachineDigest
+	case isBcryptPrefix(encoded):
+		return Bcrypt
+	case strings.HasPrefix(encoded, argon2iPrefix):
+		return Argon2i
+	case strings.HasPrefix(encoded, scryptPrefix):
+		return Scrypt
+	case strings.HasPrefix(encoded, pbkdf2Prefix):
+		return PBKDF2
+	case strings.HasPrefix(encoded, djangoPBKDF2Prefix):
+		return DjangoPBKDF2
+	}
+	return Unknown
+}
+
+// IsPassword reports whether f is a password hash that [Engines.Verify]
+// checks: anything but a machine digest and the unknown.
+func (f Format) IsPassword() bool { return f != Unknown && f != MachineDigest }
+
+// Engines does the expensive work of verification. Tests replace its
+// functions to hold a slot or to keep fuzzing cheap; [Default] is the
+// real work.
+type Engines struct {
+	ArgonIDKey    func(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte
+	BcryptCompare func(hash, password []byte) error
+}
+
+// Default returns the engines of golang.org/x/crypto.
+func Default() Engines {
+	return Engines{ArgonIDKey: argon2.IDKey, BcryptCompare: bcrypt.CompareHashAndPassword}
+}
+
+// Verify reports whether password matches encoded, a hash of format f as
+// [Identify] named it, and whether the hash needs an update: a bcrypt
+// hash, an imported one, or an argon2id hash weaker than [Current].
+// needsUpdate is only ever true when ok is. A malformed hash, a machine
+// digest or an unknown format gives an error wrapping [ErrMalformed], and
+// nothing is computed.
+func (e Engines) Verify(f Format, encoded, password string) (ok, needsUpdate bool, err error) {
+	switch f {
+	case Argon2id:
+		return e.verifyArgon2id(encoded, password)
+	case Bcrypt:
+		return e.verifyBcrypt(encoded, password)
+	case Argon2i, Scrypt, PBKDF2, DjangoPBKDF2:
+		parsed, err := parseImported(f, encoded)
+		if err != nil {
+			return false, false, err
+		}
+		// A hash of another system that matches is always replaced.
+		ok = parsed.matches(password)
+		return ok, ok, nil
+	}
+	return false, false, fmt.Errorf("%w: unknown format", ErrMalformed)
+}
+
+// Importable checks a hash given to an import without spending any work
+// on it, and says why it is weak ("" when it is not). It accepts the
+// formats a login verifies.
+func Importable(encoded string) (weak string, err error) {
+	switch f := Identify(encoded); f {
+	case Argon2id:
+		a, err := ParseArgon2id(encoded)
+		if err != nil {
+			return "", err
+		}
+		if a.WeakerThanCurrent() {
+			return fmt.Sprintf("argon2id with m=%d,t=%d below m=%d,t=%d", a.Memory, a.Time, Memory, Time), nil
+		}
+		return "", nil
+	case Bcrypt:
+		return bcryptWeakness(encoded)
+	default:
+		parsed, err := parseImported(f, encoded)
+		if err != nil {
+			return "", err
+		}
+		return parsed.weakness(), nil
+	}
+}
