@@ -127,7 +127,11 @@ func netmakerHostToken(t *testing.T, token string) models.Claims {
 	return c
 }
 
-// eventually retries check until it holds, for at most liveWithin.
+// eventually retries check until it holds, for at most liveWithin. It
+// tries once a second, as a person would: a check logs in, and nmauthd
+// limits the attempts of one client address (a burst of 20, then one a
+// second, right logins included), so that polling faster would be
+// throttled (429) before the change it waits for is seen.
 func eventually(t *testing.T, what string, check func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(liveWithin)
@@ -135,7 +139,7 @@ func eventually(t *testing.T, what string, check func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not seen within %v", what, liveWithin)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(time.Second)
 	}
 }
 
