@@ -147,17 +147,31 @@ func (a *Authenticator) newAccessTokenRecord(req AccessTokenRequest, now time.Ti
 // mintAccessToken draws t's id and secret, sets its digest, and returns
 // the token.
 func (a *Authenticator) mintAccessToken(t *AccessToken) (string, error) {
-	raw := make([]byte, accessIDBytes+accessSecretBytes)
-	if _, err := io.ReadFull(a.cfg.Rand, raw); err != nil {
+	id, digest, token, err := a.mintKeyedSecret(accessTokenPrefix, accessDigestName)
+	if err != nil {
 		return "", fmt.Errorf("nmauth: access token: %w", err)
 	}
-	id := accessEncoding.EncodeToString(raw[:accessIDBytes])
+	t.ID, t.Digest = id, digest
+	return token, nil
+}
+
+// mintKeyedSecret draws the id and secret of a credential that is kept
+// only as a keyed digest (an access token, an enrollment key): it returns
+// the id, the digest of the secret bound to digestName(id), and the
+// credential as its holder gives it, prefix, id, secret and a check of
+// the digest's first bytes, which lets a made-up credential be refused
+// before any Store call.
+func (a *Authenticator) mintKeyedSecret(prefix string, digestName func(id string) string) (id, digest, token string, err error) {
+	raw := make([]byte, accessIDBytes+accessSecretBytes)
+	if _, err := io.ReadFull(a.cfg.Rand, raw); err != nil {
+		return "", "", "", err
+	}
+	id = accessEncoding.EncodeToString(raw[:accessIDBytes])
 	secret := accessEncoding.EncodeToString(raw[accessIDBytes:])
 	k := a.ring.signer()
-	mac := machineMAC(k, accessDigestName(id), secret)
-	t.ID = id
-	t.Digest = a.ring.digestMachineSecret(accessDigestName(id), secret)
-	return accessTokenPrefix + id + "_" + secret + "_" + accessEncoding.EncodeToString(mac[:accessCheckBytes]), nil
+	mac := machineMAC(k, digestName(id), secret)
+	token = prefix + id + "_" + secret + "_" + accessEncoding.EncodeToString(mac[:accessCheckBytes])
+	return id, machineDigest(k, mac), token, nil
 }
 
 // accessDigestName is what an access token's digest is bound to: its id,

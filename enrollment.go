@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -180,17 +179,12 @@ func validLabel(s string) bool {
 // mintEnrollKey draws k's id and secret, sets its digest, and returns the
 // secret as the key's holder gives it.
 func (a *Authenticator) mintEnrollKey(k *EnrollmentKey) (string, error) {
-	raw := make([]byte, accessIDBytes+accessSecretBytes)
-	if _, err := io.ReadFull(a.cfg.Rand, raw); err != nil {
+	id, digest, token, err := a.mintKeyedSecret(enrollKeyPrefix, enrollDigestName)
+	if err != nil {
 		return "", fmt.Errorf("nmauth: enrollment key: %w", err)
 	}
-	id := accessEncoding.EncodeToString(raw[:accessIDBytes])
-	secret := accessEncoding.EncodeToString(raw[accessIDBytes:])
-	signer := a.ring.signer()
-	mac := machineMAC(signer, enrollDigestName(id), secret)
-	k.ID = id
-	k.Digest = machineDigest(signer, mac)
-	return enrollKeyPrefix + id + "_" + secret + "_" + accessEncoding.EncodeToString(mac[:accessCheckBytes]), nil
+	k.ID, k.Digest = id, digest
+	return token, nil
 }
 
 // machineDigest is the stored form of a machine MAC under k, as
