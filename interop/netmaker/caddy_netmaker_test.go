@@ -82,7 +82,7 @@ func TestCaddyfileFrontsNetmaker(t *testing.T) {
 	}
 
 	// nmctl through the proxy, with the master key: Netmaker's routes.
-	env := c.nmctlEnvironment(t)
+	env := c.nmctlEnvironment(t, t.TempDir())
 	for _, args := range [][]string{
 		{"context", "set", "proxy", "--endpoint", c.URL, "--master_key", nm.MasterKey},
 		{"context", "use", "proxy"},
@@ -124,12 +124,12 @@ func nmctlEnv(t *testing.T, env []string, args ...string) (string, error) {
 }
 
 // nmctlEnvironment is the environment of an nmctl that reaches Netmaker's
-// API through Caddy, at c.URL: a HOME of its own (its contexts), Caddy's
-// local CA as the one it trusts, and a proxy that tunnels every
-// connection to Caddy's port.
-func (c *caddyProxy) nmctlEnvironment(t *testing.T) []string {
+// API through Caddy, at c.URL: home as its HOME (where it keeps its
+// contexts), Caddy's local CA as the one it trusts, and a proxy that
+// tunnels every connection to Caddy's port.
+func (c *caddyProxy) nmctlEnvironment(t *testing.T, home string) []string {
 	t.Helper()
-	return []string{"HOME=" + t.TempDir(), "SSL_CERT_FILE=" + c.CAFile, "HTTPS_PROXY=" + startConnectProxy(t, c.addr), "NO_PROXY="}
+	return []string{"HOME=" + home, "SSL_CERT_FILE=" + c.CAFile, "HTTPS_PROXY=" + startConnectProxy(t, c.addr), "NO_PROXY="}
 }
 
 // startConnectProxy is an HTTPS proxy for clients that cannot be given a

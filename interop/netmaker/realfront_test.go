@@ -23,14 +23,27 @@ import (
 // (see frontThroughCaddy): the real nmctl logs in through Caddy and lists
 // Netmaker's networks; a host registered through Netmaker's register
 // route logs in at nmauthd and pulls its state from Netmaker with that
-// token; TOTP turned on at nmauthd holds and Netmaker accepts the token it
-// ends with; a user made through Netmaker's API logs in within 5 s; and
-// nmauthd leaves Netmaker's tables as they were.
+// token; a user token lives as long as Netmaker's own for the client that
+// logs in (X-Application-Name), by Netmaker's settings; TOTP turned on at
+// nmauthd holds and Netmaker accepts the token it ends with; a user made
+// through Netmaker's API logs in within 5 s; and nmauthd leaves Netmaker's
+// tables as they were.
 func TestRealNetmakerFront(t *testing.T) {
 	for _, database := range []string{"sqlite", "postgres"} {
 		t.Run(database, func(t *testing.T) {
 			nm := startNetmaker(t, database)
 			a := seedNetmaker(nm)
+			// Netmaker gives a user token a lifetime by the client that
+			// logs in: set through its API, 30 minutes for a login that
+			// names none (nmctl) and 90 for another client; its own
+			// logins show them.
+			nm.SetUserTokenTTLs(a.AdminToken, 90, 30)
+			lifetimes := map[string]time.Duration{"": 30 * time.Minute, "netmaker-ui": 90 * time.Minute}
+			for app, want := range lifetimes {
+				if got := tokenLifetime(t, loginAs(t, http.DefaultClient, nm.URL, app, a.Admin, a.AdminPassword)); got != want {
+					t.Fatalf("Netmaker's own login as %q: its token lives %v, want %v", app, got, want)
+				}
+			}
 			c := frontThroughCaddy(t, nm)
 			// First what nmauthd alone serves, which must leave Netmaker's
 			// tables as they are; Netmaker's own routes, which may write
@@ -41,6 +54,15 @@ func TestRealNetmakerFront(t *testing.T) {
 				models.AuthParams{ID: a.HostID.String(), Password: a.HostPassword, MacAddress: a.HostMAC.String()}, &login)
 			if st != http.StatusOK {
 				t.Fatalf("host login through Caddy: %d %s", st, b)
+			}
+
+			// The admin's logins through Caddy live as Netmaker's own do.
+			admin := map[string]string{}
+			for app, want := range lifetimes {
+				admin[app] = loginAs(t, c.Client, c.URL, app, a.Admin, a.AdminPassword)
+				if got := tokenLifetime(t, admin[app]); got != want {
+					t.Errorf("nmauthd's login as %q: its token lives %v, want Netmaker's %v", app, got, want)
+				}
 			}
 
 			// bob turns TOTP on at nmauthd with the token Netmaker accepts.
@@ -78,13 +100,18 @@ func TestRealNetmakerFront(t *testing.T) {
 			if st, b := c.call(t, http.MethodGet, "/api/networks", authToken(t, verified), nil, nil); st != http.StatusOK || !strings.Contains(string(b), a.Network) {
 				t.Fatalf("GET /api/networks through Caddy with the token of bob's TOTP login: %d %s", st, b)
 			}
-			env := c.nmctlEnvironment(t)
+			for app, tok := range admin {
+				if st, b := c.call(t, http.MethodGet, "/api/networks", tok, nil, nil); st != http.StatusOK {
+					t.Fatalf("GET /api/networks through Caddy with the admin's token of a login as %q: %d %s", app, st, b)
+				}
+			}
+			adminEnv := c.nmctlEnvironment(t, t.TempDir())
 			for _, args := range [][]string{
 				{"context", "set", "front", "--endpoint", c.URL, "--username", a.Admin, "--password", a.AdminPassword},
 				{"context", "use", "front"},
 				{"network", "list"},
 			} {
-				if out, err := nmctlEnv(t, env, args...); err != nil || args[0] == "network" && !strings.Contains(out, a.Network) {
+				if out, err := nmctlEnv(t, adminEnv, args...); err != nil || args[0] == "network" && !strings.Contains(out, a.Network) {
 					t.Fatalf("nmctl %v through Caddy: %v\n%s", args, err, out)
 				}
 			}
