@@ -116,6 +116,27 @@ func TestRealNetmakerFront(t *testing.T) {
 				}
 			}
 
+			// nmctl v1.4.0 has no TOTP step: it takes AuthToken from the
+			// login's answer. bob, a TOTP user, logs in with his code over
+			// HTTP, as the web UI does, and gives nmctl the token.
+			bobEnv := c.nmctlEnvironment(t, t.TempDir())
+			for _, args := range [][]string{
+				{"context", "set", "bob", "--endpoint", c.URL, "--auth_token", authToken(t, verified)},
+				{"context", "use", "bob"},
+				{"network", "list"},
+			} {
+				if out, err := nmctlEnv(t, bobEnv, args...); err != nil || args[0] == "network" && !strings.Contains(out, a.Network) {
+					t.Fatalf("nmctl %v through Caddy with bob's token: %v\n%s", args, err, out)
+				}
+			}
+			// With his password nmctl gets no session: nmauthd answers a
+			// pre-auth token, which nmctl does not read and Netmaker's
+			// routes refuse; nmctl fails and saves no token.
+			if st, b := c.call(t, http.MethodGet, "/api/networks", pre.PreAuthToken, nil, nil); st != http.StatusUnauthorized {
+				t.Fatalf("GET /api/networks through Caddy with bob's pre-auth token: %d %s, want Netmaker's 401", st, b)
+			}
+			c.nmctlWithPasswordFails(t, c.URL, a.User, a.UserPassword, a.Network)
+
 			carol := func() int {
 				st, _ := c.call(t, http.MethodPost, "/api/users/adm/authenticate", "", models.UserAuthParams{UserName: "carol", Password: "carol-password-1"}, nil)
 				return st
@@ -152,6 +173,36 @@ func frontThroughCaddy(t *testing.T, nm *netmakerServer, extra ...string) *caddy
 	s := serveDB(t, dir, filepath.Join(dir, "nmauth.db"), env, "netmaker",
 		append([]string{"--netmaker-db=" + nm.DB, "--trusted-proxy=127.0.0.1/32"}, extra...)...)
 	return startCaddy(t, strings.TrimPrefix(s.url, "http://"), strings.TrimPrefix(nm.URL, "http://"))
+}
+
+// nmctlWithPasswordFails runs the real nmctl with the password of a user
+// who has TOTP on, against endpoint (through Caddy, or Netmaker's own
+// URL): nmctl v1.4.0 has no TOTP step and takes AuthToken from the
+// login's answer, which for such a user holds a pre-auth token instead,
+// so `nmctl network list` fails, lists no network and saves no token. It
+// returns the first line nmctl wrote.
+func (c *caddyProxy) nmctlWithPasswordFails(t *testing.T, endpoint, user, password, network string) string {
+	t.Helper()
+	home := t.TempDir()
+	env := c.nmctlEnvironment(t, home)
+	for _, args := range [][]string{
+		{"context", "set", user, "--endpoint", endpoint, "--username", user, "--password", password},
+		{"context", "use", user},
+	} {
+		if out, err := nmctlEnv(t, env, args...); err != nil {
+			t.Fatalf("nmctl %v: %v\n%s", args, err, out)
+		}
+	}
+	out, err := nmctlEnv(t, env, "network", "list")
+	if err == nil || strings.Contains(out, network) {
+		t.Fatalf("nmctl network list at %s with the password of %s, who has TOTP on: %v, want a failure\n%s", endpoint, user, err, out)
+	}
+	if tok := savedToken(t, home); tok != "" {
+		t.Fatalf("nmctl saved a token at %s for the password of %s, who has TOTP on: %s", endpoint, user, tok)
+	}
+	first, _, _ := strings.Cut(out, "\n")
+	t.Logf("nmctl network list at %s with the password of %s, who has TOTP on: %v: %s", endpoint, user, err, first)
+	return first
 }
 
 // userLogin logs a user in through Caddy and returns the token.
@@ -225,6 +276,12 @@ func TestRealNetmakerFrontAccountChanges(t *testing.T) {
 			a := seedNetmaker(nm)
 			secret := nm.EnableTOTP(nm.Login(a.User, a.UserPassword), a.User)
 			c := frontThroughCaddy(t, nm)
+			// nmctl with the password of a user with TOTP on fails alike
+			// at Netmaker itself and at nmauthd through Caddy.
+			if at, front := c.nmctlWithPasswordFails(t, nm.URL, a.User, a.UserPassword, a.Network),
+				c.nmctlWithPasswordFails(t, c.URL, a.User, a.UserPassword, a.Network); at != front {
+				t.Errorf("nmctl with the password of a TOTP user: %q at Netmaker, %q at nmauthd", at, front)
+			}
 			login := func(name, password string) (int, models.SuccessResponse) {
 				var r models.SuccessResponse
 				st, _ := c.call(t, http.MethodPost, "/api/users/adm/authenticate", "", models.UserAuthParams{UserName: name, Password: password}, &r)
