@@ -37,8 +37,20 @@ type Config struct {
 	// authenticator apps. Defaults to "nmauth".
 	Issuer string
 
-	// UserTokenTTL is the lifetime of a user token. Defaults to 1 hour.
+	// UserTokenTTL is the lifetime of a user token, and with
+	// UserTokenLifetime set the longest. Defaults to 1 hour.
 	UserTokenTTL time.Duration
+	// UserTokenLifetime, when set, gives each user token its lifetime as
+	// it is minted, so that it may depend on the login that earns it
+	// (Netmaker's server picks one by the client that logs in): ctx is
+	// that login's, the request's over HTTP with whatever the application
+	// put in it, and username is as [PrepareUsername] returns it. An
+	// answer of zero or less, or longer than UserTokenTTL, is
+	// UserTokenTTL. It is called once a login is granted, while the
+	// user's record is held for the update that grants it: it must not
+	// call the Store, and must be fast. An error fails the login as a
+	// Store fault does.
+	UserTokenLifetime func(ctx context.Context, username string) (time.Duration, error)
 	// PreAuthTokenTTL is the lifetime of a pre-auth token. Defaults to 5
 	// minutes.
 	PreAuthTokenTTL time.Duration
@@ -565,7 +577,7 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 		if other {
 			out, err = a.grantPreAuth(acc.user, iat)
 		} else {
-			out, err = a.grantUser(acc.user, iat)
+			out, err = a.grantUser(ctx, acc.user, iat)
 		}
 		if out.TOTPRequired {
 			granted = EventLoginSecondFactorRequired
@@ -582,13 +594,36 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 // grantUser mints what a user's right password earns, inside the atomic
 // update that granted it: a user token, or with TOTP on a pre-auth token
 // (see grantPreAuth).
-func (a *Authenticator) grantUser(u *User, iat time.Time) (UserLogin, error) {
+func (a *Authenticator) grantUser(ctx context.Context, u *User, iat time.Time) (UserLogin, error) {
 	if u.TOTPEnabled() {
 		return a.grantPreAuth(u, iat)
 	}
+	ttl, err := a.userTokenTTL(ctx, u.Name)
+	if err != nil {
+		return UserLogin{}, err
+	}
 	gen := u.State.v.Generation
-	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, issuedAt: iat, ttl: a.cfg.UserTokenTTL, generation: &gen})
+	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, issuedAt: iat, ttl: ttl, generation: &gen})
 	return UserLogin{UserName: u.Name, AuthToken: tok}, err
+}
+
+// userTokenTTL is the lifetime of the token that a login of the user
+// named name earns in ctx: [Config.UserTokenLifetime]'s answer, at most
+// [Config.UserTokenTTL].
+func (a *Authenticator) userTokenTTL(ctx context.Context, name string) (time.Duration, error) {
+	longest := a.cfg.UserTokenTTL
+	if a.cfg.UserTokenLifetime == nil {
+		return longest, nil
+	}
+	d, err := a.cfg.UserTokenLifetime(ctx, name)
+	if err != nil {
+		a.guard.log.storeFailed("user token lifetime", err)
+		return 0, fmt.Errorf("%w: user token lifetime: %w", ErrStoreUnavailable, err)
+	}
+	if d <= 0 || d > longest {
+		return longest, nil
+	}
+	return d, nil
 }
 
 // grantPreAuth mints a pre-auth token, which becomes the one the user may

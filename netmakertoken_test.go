@@ -190,3 +190,86 @@ func TestNetmakerTokensConfig(t *testing.T) {
 		}
 	}
 }
+
+// lifetimeKey holds, in a login's context, the lifetime a test's
+// Config.UserTokenLifetime answers.
+type lifetimeKey struct{}
+
+// TestUserTokenLifetime: Config.UserTokenLifetime picks each user token's
+// lifetime from the context of the login that earns it (a password login,
+// verify-totp, an extension's login), at most Config.UserTokenTTL, in
+// Netmaker's format, which Netmaker's parser then reads; an error fails
+// the login as a Store fault does.
+func TestUserTokenLifetime(t *testing.T) {
+	errSettings := errors.New("settings unreadable")
+	f := newFixture(t, withNetmakerTokens, func(c *nmauth.Config) {
+		c.UserTokenLifetime = func(ctx context.Context, name string) (time.Duration, error) {
+			if name != "alice" {
+				t.Errorf("UserTokenLifetime asked about %q", name)
+			}
+			d, _ := ctx.Value(lifetimeKey{}).(time.Duration)
+			if d < 0 {
+				return 0, errSettings
+			}
+			return d, nil
+		}
+	})
+	f.addUser("alice", "alice-password-1")
+	in := func(d time.Duration) context.Context {
+		return context.WithValue(context.Background(), lifetimeKey{}, d)
+	}
+	lifetime := func(what, token string) time.Duration {
+		t.Helper()
+		var c netmakerUserClaims
+		parseAsNetmaker(t, token, &c, f.clock.Now())
+		p, err := f.auth.CheckBearer(context.Background(), token)
+		if err != nil || p.Kind != nmauth.KindUser {
+			t.Fatalf("%s: CheckBearer = %+v, %v", what, p, err)
+		}
+		if d := p.ExpiresAt.Sub(p.IssuedAt); d != c.ExpiresAt.Sub(c.IssuedAt.Time) {
+			t.Fatalf("%s: the Principal lives %v, the token says %v", what, d, c.ExpiresAt.Sub(c.IssuedAt.Time))
+		}
+		return c.ExpiresAt.Sub(c.IssuedAt.Time)
+	}
+
+	for _, tc := range []struct {
+		name     string
+		ask, got time.Duration
+	}{
+		{"shorter", 30 * time.Minute, 30 * time.Minute},
+		{"longer than UserTokenTTL", 48 * time.Hour, 12 * time.Hour},
+		{"no answer", 0, 12 * time.Hour},
+	} {
+		login, err := f.auth.LoginUser(in(tc.ask), "alice", "alice-password-1")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if d := lifetime(tc.name, login.AuthToken); d != tc.got {
+			t.Errorf("%s: the token lives %v, want %v", tc.name, d, tc.got)
+		}
+	}
+	if _, err := f.auth.LoginUser(in(-1), "alice", "alice-password-1"); !errors.Is(err, nmauth.ErrStoreUnavailable) {
+		t.Errorf("LoginUser with UserTokenLifetime failing = %v, want ErrStoreUnavailable", err)
+	}
+	login, err := f.ext.Login(in(20*time.Minute), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := lifetime("an extension's login", login.AuthToken); d != 20*time.Minute {
+		t.Errorf("an extension's login: the token lives %v, want 20m", d)
+	}
+
+	// With TOTP on, verify-totp's context decides, not the password's.
+	secret, _ := f.enroll("alice", f.userToken("alice", "alice-password-1"))
+	pre, err := f.auth.LoginUser(in(time.Hour), "alice", "alice-password-1")
+	if err != nil || pre.PreAuthToken == "" {
+		t.Fatalf("LoginUser with TOTP on = %+v, %v", pre, err)
+	}
+	verified, err := f.auth.VerifyTOTP(in(10*time.Minute), pre.PreAuthToken, "alice", f.code(secret, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := lifetime("verify-totp", verified.AuthToken); d != 10*time.Minute {
+		t.Errorf("verify-totp: the token lives %v, want 10m", d)
+	}
+}

@@ -109,8 +109,12 @@ func (a *Authenticator) issueUserToken(ctx context.Context, username string, sec
 	case err != nil:
 		return UserLogin{}, err
 	}
+	ttl, err := a.userTokenTTL(ctx, name)
+	if err != nil {
+		return UserLogin{}, err
+	}
 	gen := u.State.v.Generation
-	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: secondFactor, issuedAt: a.now(), ttl: a.cfg.UserTokenTTL, generation: &gen})
+	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: secondFactor, issuedAt: a.now(), ttl: ttl, generation: &gen})
 	if err != nil {
 		return UserLogin{}, err
 	}

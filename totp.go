@@ -258,8 +258,11 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 			return nil
 		}
 		g := u.State.v.Generation
-		var err error
-		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL, generation: &g})
+		ttl, err := a.userTokenTTL(ctx, u.Name)
+		if err != nil {
+			return err
+		}
+		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, totp: true, issuedAt: now, ttl: ttl, generation: &g})
 		return err
 	})
 	a.status.forget(KindUser, u.Name)
@@ -360,8 +363,11 @@ func (a *Authenticator) redeemPreAuth(ctx context.Context, name string, check fu
 			return r.abort
 		}
 		gen := u.State.v.Generation
-		var err error
-		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: now, ttl: a.cfg.UserTokenTTL, generation: &gen})
+		ttl, err := a.userTokenTTL(ctx, name)
+		if err != nil {
+			return err
+		}
+		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: now, ttl: ttl, generation: &gen})
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {

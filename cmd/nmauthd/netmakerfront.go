@@ -17,7 +17,8 @@ const netmakerHostTTL = 15 * time.Minute
 // frontNetmaker sets cfg up to serve in front of an unchanged Netmaker
 // when --netmaker-db names its database: the Store reads Netmaker's
 // accounts live over db, tokens are minted in Netmaker's format under its
-// secret, with its lifetimes or the shorter ones of --user-token-ttl and
+// secret, with its lifetimes (a user token's by the client that logs in,
+// see userTokenLifetime) or the shorter ones of --user-token-ttl and
 // --host-token-ttl, and node membership is Netmaker's nodes. Without
 // --netmaker-db it sets only the lifetimes and returns nil.
 func frontNetmaker(ctx context.Context, o *options, db *database, secrets [][]byte, cfg *nmauth.Config, log *slog.Logger) (*netmakerStore, error) {
@@ -39,8 +40,9 @@ func frontNetmaker(ctx context.Context, o *options, db *database, secrets [][]by
 		return nil, err
 	}
 	secret, err := nm.jwtSecret(ctx)
+	var ttls netmakerUserTTLs
 	if err == nil {
-		cfg.UserTokenTTL, err = nm.userTokenTTL(ctx)
+		ttls, err = nm.userTokenTTLs(ctx)
 	}
 	var live *netmakerStore
 	if err == nil {
@@ -50,9 +52,13 @@ func frontNetmaker(ctx context.Context, o *options, db *database, secrets [][]by
 		nm.close()
 		return nil, err
 	}
-	if o.userTokenTTL > 0 && o.userTokenTTL < cfg.UserTokenTTL {
-		cfg.UserTokenTTL = o.userTokenTTL
+	// Each user token lives as Netmaker's settings say for the client
+	// that logs in, read at each login; --user-token-ttl caps them.
+	cfg.UserTokenTTL = netmakerLongestUserTTL
+	if o.userTokenTTL > 0 {
+		cfg.UserTokenTTL = min(o.userTokenTTL, netmakerLongestUserTTL)
 	}
+	cfg.UserTokenLifetime = nm.userTokenLifetime
 	if cfg.HostTokenTTL == 0 {
 		cfg.HostTokenTTL = netmakerHostTTL
 	}
@@ -61,7 +67,11 @@ func frontNetmaker(ctx context.Context, o *options, db *database, secrets [][]by
 	cfg.NetmakerUser = nm.lastUser
 	cfg.NodeMember = nm.isMember
 	log.Info("in front of Netmaker: its accounts are read live, its tokens signed with its secret",
-		"netmaker_db", nm.name, "user_token_ttl", cfg.UserTokenTTL.String(), "host_token_ttl", cfg.HostTokenTTL.String())
+		"netmaker_db", nm.name,
+		"user_token_ttl_clients", min(ttls.Clients, cfg.UserTokenTTL).String(),
+		"user_token_ttl_ui", min(ttls.UI, cfg.UserTokenTTL).String(),
+		"user_token_ttl_max", cfg.UserTokenTTL.String(),
+		"host_token_ttl", cfg.HostTokenTTL.String())
 	return live, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -52,10 +53,11 @@ type netmakerReader struct {
 	// name is safe to log.
 	name string
 
-	mu    sync.Mutex
-	users map[string]cachedRead[netmakerLiveUser]
-	hosts map[string]cachedRead[netmakerHost]
-	now   func() time.Time
+	mu       sync.Mutex
+	users    map[string]cachedRead[netmakerLiveUser]
+	hosts    map[string]cachedRead[netmakerHost]
+	settings cachedRead[netmakerUserTTLs]
+	now      func() time.Time
 }
 
 // cachedRead is a record read from Netmaker, or its absence (found false).
@@ -158,28 +160,114 @@ func (r *netmakerReader) jwtSecret(ctx context.Context) ([]byte, error) {
 	return []byte(c.PrivateKey), nil
 }
 
-// userTokenTTL is the lifetime Netmaker gives its user tokens: the
-// shorter of its two (for the web UI, and for netclient and its desktop
-// app), in minutes in its server settings, 12 hours when unset, as
-// Netmaker's own default.
-func (r *netmakerReader) userTokenTTL(ctx context.Context) (time.Duration, error) {
+// Netmaker's server gives a user token one of two lifetimes, by the
+// client that logs in, as X-Application-Name names it: netclient and
+// netmaker-desktop (the name of a login that sends none) get
+// jwt_validity_duration_clients, any other (the web UI)
+// jwt_validity_duration; both in minutes in its server settings.
+const (
+	netmakerNetclientApp = "netclient"
+	netmakerDesktopApp   = "netmaker-desktop"
+)
+
+// netmakerDefaultUserTTL is Netmaker's lifetime of a user token when its
+// settings hold none: its default JWT_VALIDITY_DURATION, 43200 s.
+const netmakerDefaultUserTTL = 12 * time.Hour
+
+// netmakerLongestUserTTL is the longest lifetime nmauthd gives a user
+// token in front of Netmaker, and its bearer check accepts: a year, the
+// most Netmaker's server takes for jwt_validity_duration.
+const netmakerLongestUserTTL = 525600 * time.Minute
+
+// netmakerUserTTLs are Netmaker's two lifetimes of a user token.
+type netmakerUserTTLs struct {
+	// UI is jwt_validity_duration, for a login of the web UI (or of any
+	// client but netclient and netmaker-desktop).
+	UI time.Duration
+	// Clients is jwt_validity_duration_clients, for netclient and
+	// netmaker-desktop, and a login that names no client (nmctl).
+	Clients time.Duration
+}
+
+// forApp is the lifetime Netmaker gives a login of the client app names.
+func (l netmakerUserTTLs) forApp(app string) time.Duration {
+	if app == "" || app == netmakerNetclientApp || app == netmakerDesktopApp {
+		return l.Clients
+	}
+	return l.UI
+}
+
+// userTokenTTLs reads Netmaker's lifetimes of user tokens from its
+// server settings (server_settings, key server_cfg); a read serves for
+// netmakerReadTTL, so that a change made in Netmaker holds for the next
+// logins. A lifetime the settings do not set is Netmaker's default.
+func (r *netmakerReader) userTokenTTLs(ctx context.Context) (netmakerUserTTLs, error) {
+	r.mu.Lock()
+	c := r.settings
+	r.mu.Unlock()
+	if c.found && r.now().Sub(c.at) < netmakerReadTTL {
+		return c.v, nil
+	}
 	v, ok, err := r.value(ctx, "server_settings", "server_cfg")
 	if err != nil {
-		return 0, err
+		return netmakerUserTTLs{}, err
 	}
 	var s struct {
 		UI      int `json:"jwt_validity_duration"`
 		Clients int `json:"jwt_validity_duration_clients"`
 	}
-	ttl := 12 * time.Hour
-	if ok && json.Unmarshal([]byte(v), &s) == nil {
-		for _, m := range []int{s.UI, s.Clients} {
-			if d := time.Duration(m) * time.Minute; d > 0 && d < ttl {
-				ttl = d
-			}
-		}
+	if ok && json.Unmarshal([]byte(v), &s) != nil {
+		s.UI, s.Clients = 0, 0
 	}
-	return ttl, nil
+	minutes := func(m int) time.Duration {
+		if m <= 0 {
+			return netmakerDefaultUserTTL
+		}
+		return time.Duration(m) * time.Minute
+	}
+	l := netmakerUserTTLs{UI: minutes(s.UI), Clients: minutes(s.Clients)}
+	r.mu.Lock()
+	r.settings = cachedRead[netmakerUserTTLs]{v: l, found: true, at: r.now()}
+	r.mu.Unlock()
+	return l, nil
+}
+
+// userTokenLifetime is the Config.UserTokenLifetime of the live mode: the
+// lifetime Netmaker's server would give the token of this login, by the
+// client its request names (see withApplicationName), as Netmaker's
+// settings say now.
+func (r *netmakerReader) userTokenLifetime(ctx context.Context, _ string) (time.Duration, error) {
+	l, err := r.userTokenTTLs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return l.forApp(applicationName(ctx)), nil
+}
+
+// applicationKey is the context key of the client a request names.
+type applicationKey struct{}
+
+// withApplication returns ctx naming the client app, as a request's
+// X-Application-Name names it.
+func withApplication(ctx context.Context, app string) context.Context {
+	return context.WithValue(ctx, applicationKey{}, app)
+}
+
+// applicationName is the client ctx names, "" for none.
+func applicationName(ctx context.Context) string {
+	app, _ := ctx.Value(applicationKey{}).(string)
+	return app
+}
+
+// withApplicationName passes each request's X-Application-Name to the
+// Authenticator in its context, where userTokenLifetime reads it.
+func withApplicationName(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if app := r.Header.Get("X-Application-Name"); app != "" {
+			r = r.WithContext(withApplication(r.Context(), app))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // user reads the Netmaker user whose name prepares to name (see

@@ -62,7 +62,9 @@ type netmakerFront struct {
 	logs *logBuffer // the log, at debug
 }
 
-func newNetmakerFront(t *testing.T, own string) *netmakerFront {
+// newNetmakerFront runs frontNetmaker over own as nmauthd's --db, with
+// serve's options as tweak sets them.
+func newNetmakerFront(t *testing.T, own string, tweak ...func(*options)) *netmakerFront {
 	t.Helper()
 	ctx := context.Background()
 	src := netmakerSQLite(t)
@@ -88,11 +90,17 @@ func newNetmakerFront(t *testing.T, own string) *netmakerFront {
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	cfg := nmauth.Config{Store: db, Secrets: [][]byte{secret}, Wire: nmauth.WireNetmaker, ClientRate: -1, StatusCacheTTL: -1, Logger: log}
-	f := &netmakerFront{nm: nm, now: time.Now(), logs: logs}
-	if f.live, err = frontNetmaker(ctx, &options{netmakerDB: src}, db, cfg.Secrets, &cfg, log); err != nil {
+	f := &netmakerFront{nm: nm, logs: logs}
+	o := &options{netmakerDB: src}
+	for _, fn := range tweak {
+		fn(o)
+	}
+	if f.live, err = frontNetmaker(ctx, o, db, cfg.Secrets, &cfg, log); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.live.close)
+	// The reader's clock starts no earlier than its reads at start.
+	f.now = time.Now()
 	f.live.nm.now = func() time.Time { return f.now }
 	if f.auth, err = nmauth.New(cfg); err != nil {
 		t.Fatal(err)

@@ -205,6 +205,9 @@ func serve(ctx context.Context, c *cli, o *options, _ []string) error {
 		return err
 	}
 	var h http.Handler = mux
+	if b.netmaker != nil {
+		h = withApplicationName(h)
+	}
 	if m != nil {
 		h = m.handler(h)
 	}

@@ -82,9 +82,7 @@ func TestCaddyfileFrontsNetmaker(t *testing.T) {
 	}
 
 	// nmctl through the proxy, with the master key: Netmaker's routes.
-	home := t.TempDir()
-	connect := startConnectProxy(t, c.addr)
-	env := []string{"HOME=" + home, "SSL_CERT_FILE=" + c.CAFile, "HTTPS_PROXY=" + connect, "NO_PROXY="}
+	env := c.nmctlEnvironment(t, t.TempDir())
 	for _, args := range [][]string{
 		{"context", "set", "proxy", "--endpoint", c.URL, "--master_key", nm.MasterKey},
 		{"context", "use", "proxy"},
@@ -123,6 +121,15 @@ func nmctlEnv(t *testing.T, env []string, args ...string) (string, error) {
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// nmctlEnvironment is the environment of an nmctl that reaches Netmaker's
+// API through Caddy, at c.URL: home as its HOME (where it keeps its
+// contexts), Caddy's local CA as the one it trusts, and a proxy that
+// tunnels every connection to Caddy's port.
+func (c *caddyProxy) nmctlEnvironment(t *testing.T, home string) []string {
+	t.Helper()
+	return []string{"HOME=" + home, "SSL_CERT_FILE=" + c.CAFile, "HTTPS_PROXY=" + startConnectProxy(t, c.addr), "NO_PROXY="}
 }
 
 // startConnectProxy is an HTTPS proxy for clients that cannot be given a

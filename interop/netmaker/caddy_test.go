@@ -172,6 +172,19 @@ func (c *caddyProxy) do(t *testing.T, method, path, bearer string, body any) (in
 	return resp.StatusCode, resp.Header, b
 }
 
+// call is do with the answer's body decoded into out, when out is not
+// nil and the status is 2xx, as callJSON does.
+func (c *caddyProxy) call(t *testing.T, method, path, bearer string, body, out any) (int, []byte) {
+	t.Helper()
+	st, _, b := c.do(t, method, path, bearer, body)
+	if out != nil && st/100 == 2 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s through Caddy: decoding %s: %v", method, path, b, err)
+		}
+	}
+	return st, b
+}
+
 // syncBuffer is a bytes.Buffer that a process's output may write to while
 // the test reads it.
 type syncBuffer struct {

@@ -1,13 +1,16 @@
 package netmaker
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"testing"
 	"time"
 
+	jwt "github.com/golang-jwt/jwt/v4"
 	"github.com/gravitl/netmaker/models"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
@@ -148,4 +151,60 @@ func TestNetmakerServerAccountChanges(t *testing.T) {
 	if st, _ := nm.LoginStatus(a.User, "bob-password-2"); st == http.StatusOK {
 		t.Error("Netmaker logged a deleted user in")
 	}
+}
+
+// SetUserTokenTTLs sets Netmaker's two lifetimes of user tokens, in
+// minutes, through its settings route as its dashboard does, with an
+// admin's token, keeping every other setting: jwt_validity_duration for
+// a login that names another client in X-Application-Name (the web UI),
+// jwt_validity_duration_clients for netclient, netmaker-desktop and a
+// login that names none.
+func (nm *netmakerServer) SetUserTokenTTLs(adminToken string, ui, clients int) {
+	nm.t.Helper()
+	var r models.SuccessResponse
+	st, b := nm.call(http.MethodGet, "/api/server/settings", adminToken, nil, &r)
+	nm.must("reading the server settings", st, b)
+	s := into[models.ServerSettings](nm.t, r)
+	s.JwtValidityDuration, s.JwtValidityDurationClients = ui, clients
+	st, b = nm.call(http.MethodPut, "/api/server/settings", adminToken, s, nil)
+	nm.must("setting the lifetimes of user tokens", st, b)
+}
+
+// loginAs logs a user in at target (Netmaker, or Caddy in front of it)
+// over client, with X-Application-Name app ("" sends none), and returns
+// the user token.
+func loginAs(t *testing.T, client *http.Client, target, app, name, password string) string {
+	t.Helper()
+	body, _ := json.Marshal(models.UserAuthParams{UserName: name, Password: password})
+	req, err := http.NewRequest(http.MethodPost, target+"/api/users/adm/authenticate", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if app != "" {
+		req.Header.Set("X-Application-Name", app)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var r models.SuccessResponse
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &r) != nil {
+		t.Fatalf("%s's login at %s as %q: %d %s", name, target, app, resp.StatusCode, b)
+	}
+	return authToken(t, r)
+}
+
+// tokenLifetime is how long a user token says it lives, from its iat to
+// its exp, read as Netmaker's models.UserClaims. The signature is not
+// checked here: Netmaker's routes check it.
+func tokenLifetime(t *testing.T, token string) time.Duration {
+	t.Helper()
+	var c models.UserClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil || c.ExpiresAt == nil || c.IssuedAt == nil {
+		t.Fatalf("a user token without exp and iat: %v", err)
+	}
+	return c.ExpiresAt.Sub(c.IssuedAt.Time)
 }
