@@ -688,16 +688,7 @@ var errHashChangedTooOften = fmt.Errorf("%w: the password changed during the log
 //
 // grant gets the time to put in the token.
 func (a *Authenticator) login(ctx context.Context, t loginTarget, password string,
-	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (err error) {
-	if t.read != nil {
-		// A right host login places the host's next ones from its client
-		// with the known at the host gate.
-		defer func() {
-			if err == nil {
-				a.known.Add(t.name, clientKey(ctx))
-			}
-		}()
-	}
+	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
 	// The login waits for its turn first; its deadline, for its Store
 	// calls and hooks, starts once it has one, so that a login that waited
 	// behind a burst still has the whole of StoreTimeout. The queue's own
@@ -761,6 +752,10 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 			continue
 		case errors.Is(err, errHashChanged):
 			return errHashChangedTooOften
+		case err == nil && t.read != nil:
+			// The host's next logins from client wait with the known at
+			// the host gate.
+			a.known.Add(t.name, client)
 		}
 		return err
 	}
@@ -789,7 +784,14 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, sec
 	defer a.hostGate.Release()
 	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
-	return a.loginMachine(ctx, t, secret, admit, grant)
+	handled, err = a.loginMachine(ctx, t, secret, admit, grant)
+	if handled && err == nil {
+		// The host's next logins from client wait with the known at the
+		// host gate. One granted from the cache is known already: the
+		// read that made the entry added the host's known clients.
+		a.known.Add(t.name, client)
+	}
+	return handled, err
 }
 
 // admitAndGrant runs the steps of a login after its password's hash,
