@@ -39,27 +39,36 @@ func (s *slowMadeUp) GetHost(ctx context.Context, id string) (nmauth.Host, error
 }
 
 // TestHostGateKnowsOwnerAfterRestart: a host logs in rightly from its
-// address on one Authenticator; then a new Authenticator over the same
-// database (a restart on SQLite and on PostgreSQL, and a second replica
-// on PostgreSQL while the first runs) takes a flood of made-up host ids
-// with machine-secret-shaped secrets from 100 IPv4 /24s, one login in
-// flight each, at a host gate of one slot and 64 places, whose every
-// made-up id costs 20 ms of the Store. Served in its group's turn, a
-// login waits some 64 turns, past the queue timeout of 400 ms; the host at
-// its own address must be let in first, as the known are, though this
-// Authenticator has seen no login of it: at least 19 of its 20 logins get
-// in. The cache of machine credentials is off, as it is in effect for a
-// host whose logins are further apart than its lifetime, so that each
+// address on one Authenticator; then another Authenticator over the same
+// database takes a flood of made-up host ids with machine-secret-shaped
+// secrets from 100 IPv4 /24s, one login in flight each, at a host gate of
+// one slot and 64 places, whose every made-up id costs 20 ms of the
+// Store. Served in its group's turn, a login waits some 64 turns, past
+// the queue timeout of 400 ms; the host at its own address must be let in
+// first, as the known are, though the second Authenticator has seen no
+// login of it from there: at least 19 of its 20 logins get in. The second
+// is the first restarted (its database handle closed) on SQLite and on
+// PostgreSQL; a second replica on PostgreSQL started while the first runs;
+// and one started before the host's login on the first, which learns the
+// host's address from the record a login of the host from elsewhere
+// reads. The cache of machine credentials is off, as it is in effect for
+// a host whose logins are further apart than its lifetime, so that each
 // login waits at the gate.
 func TestHostGateKnowsOwnerAfterRestart(t *testing.T) {
+	const (
+		restarted  = iota // the first is closed before the second starts
+		replica           // the second starts after the host's login on the first
+		sideBySide        // the second starts before it
+	)
 	cases := []struct {
-		name    string
-		b       int // of sqlBackends
-		restart bool
+		name string
+		b    int // of sqlBackends
+		mode int
 	}{
-		{"SQLite, restarted", 0, true},
-		{"Postgres, restarted", 1, true},
-		{"Postgres, second replica", 1, false},
+		{"SQLite, restarted", 0, restarted},
+		{"Postgres, restarted", 1, restarted},
+		{"Postgres, second replica", 1, replica},
+		{"Postgres, replicas side by side", 1, sideBySide},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,13 +78,49 @@ func TestHostGateKnowsOwnerAfterRestart(t *testing.T) {
 			}
 			open := b.fresh(t)
 			ctx := context.Background()
-			first, err := nmauth.New(nmauth.Config{Store: newSQLStore(t, open(t), b.dialect), Secrets: [][]byte{writesRoot}, ClientRate: -1})
+			firstDB := open(t)
+			first, err := nmauth.New(nmauth.Config{Store: newSQLStore(t, firstDB, b.dialect), Secrets: [][]byte{writesRoot}, ClientRate: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
 			secret := machineSecret(t)
 			if err := first.Admin().CreateHost(ctx, "owner", "", secret); err != nil {
 				t.Fatal(err)
+			}
+			var a *nmauth.Authenticator
+			second := func() {
+				a, err = nmauth.New(nmauth.Config{
+					Store:   &slowMadeUp{SQLStore: newSQLStore(t, open(t), b.dialect), delay: 20 * time.Millisecond},
+					Secrets: [][]byte{writesRoot}, ClientRate: -1,
+					HostLoginConcurrency: 1, HostLoginQueue: 64, QueueTimeout: 400 * time.Millisecond,
+					StatusCacheTTL: -1,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { a.Shutdown(ctx) })
+			}
+			waitKnown := func(n int) {
+				for deadline := time.Now().Add(10 * time.Second); a.Stats().KnownHosts < n; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the second Authenticator knows %d hosts; want %d", a.Stats().KnownHosts, n)
+					}
+				}
+			}
+			if tc.mode == sideBySide {
+				// Another host, known before the second starts, tells when
+				// its read of the known hosts is over.
+				if err := first.Admin().CreateHost(ctx, "early", "", secret); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := first.LoginHost(clientCtx("192.0.2.5"), "early", "", secret); err != nil {
+					t.Fatal(err)
+				}
+				if err := first.Shutdown(ctx); err != nil {
+					t.Fatal(err)
+				}
+				second()
+				waitKnown(1)
 			}
 			own := clientCtx("198.51.100.7")
 			if _, err := first.LoginHost(own, "owner", "", secret); err != nil {
@@ -85,23 +130,19 @@ func TestHostGateKnowsOwnerAfterRestart(t *testing.T) {
 			if err := first.Shutdown(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if !tc.restart {
-				t.Cleanup(func() { first.Shutdown(ctx) })
-			}
-
-			a, err := nmauth.New(nmauth.Config{
-				Store:   &slowMadeUp{SQLStore: newSQLStore(t, open(t), b.dialect), delay: 20 * time.Millisecond},
-				Secrets: [][]byte{writesRoot}, ClientRate: -1,
-				HostLoginConcurrency: 1, HostLoginQueue: 64, QueueTimeout: 400 * time.Millisecond,
-				StatusCacheTTL: -1,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { a.Shutdown(ctx) })
-			for deadline := time.Now().Add(10 * time.Second); a.Stats().KnownHosts < 1; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the new Authenticator did not read the known hosts from the Store")
+			switch tc.mode {
+			case restarted:
+				firstDB.Close()
+				second()
+				waitKnown(1)
+			case replica:
+				second()
+				waitKnown(1)
+			case sideBySide:
+				// The host logs in to the second from another address
+				// while its gate has room.
+				if _, err := a.LoginHost(clientCtx("192.0.2.77"), "owner", "", secret); err != nil {
+					t.Fatal(err)
 				}
 			}
 
