@@ -231,15 +231,18 @@ func (a *Authenticator) entrant(ctx context.Context, t loginTarget) entrant {
 }
 
 // hostEntrant is the login of host t from the client of ctx as the host
-// gate places it, client being its [clientKey]: known when the cache of machine credentials holds the
-// host for the client, else new. It reads no Store: a read to place a
-// login would be the very call the host gate bounds, outside its bound.
-// A host login costs no hash, so a flood of made-up ids does not fill
-// its queue as it does the hashing queue; a host whose credential is a
-// password hash meets the hashing gate, with its class read, too.
+// gate places it, client being its [clientKey]: known when the host
+// logged in rightly from the client, as the known hosts remember it (see
+// knownhosts.go), else new. It reads no Store: a read to place a login
+// would be the very call the host gate bounds, outside its bound. So a
+// made-up id waits with the new, as a host at an address it never logged
+// in from does, and takes no known host's turn. A host login costs no
+// hash, so a flood of made-up ids does not fill its queue as it does the
+// hashing queue; a host whose credential is a password hash meets the
+// hashing gate, with its class read, too.
 func (a *Authenticator) hostEntrant(ctx context.Context, t loginTarget, client string) entrant {
 	e := entrant{Client: clientOfContext(ctx), Account: loginAccount(t), Class: classNew}
-	if a.cachedKnown(t.name, client) {
+	if a.knownHost(t.name, client) {
 		e.Class = classKnown
 	}
 	return e
@@ -267,16 +270,16 @@ func (a *Authenticator) cachedKnown(id, client string) bool {
 }
 
 // loginClass reads t's account to learn the class of its login from the
-// client of ctx. A host the cache holds for the client is known without a
-// read. A read that fails places the login with the new, so that a Store
-// fault never passes for a name that does not exist; the login answers
-// the fault itself.
+// client of ctx. A host known from the client (see knownHost) is known
+// without a read. A read that fails places the login with the new, so
+// that a Store fault never passes for a name that does not exist; the
+// login answers the fault itself.
 func (a *Authenticator) loginClass(ctx context.Context, t loginTarget) int {
 	client := clientKey(ctx)
 	var clients []state.Client
 	var err error
 	if t.read != nil {
-		if a.cachedKnown(t.name, client) {
+		if a.knownHost(t.name, client) {
 			return classKnown
 		}
 		var acc account

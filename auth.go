@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth/internal/hashfmt"
+	"github.com/nmauth/nmauth/internal/knownset"
 )
 
 // Config configures an [Authenticator]. Store and Secrets are required;
@@ -95,8 +96,14 @@ type Config struct {
 	// calls at once; HostLoginQueue how many more wait, shared as the
 	// hashing slots are. A login's Store deadline starts once it runs, so
 	// a burst of hosts waits in the queue rather than failing because its
-	// deadline ran out behind the others. Default to 4 per CPU and 16384;
-	// a negative queue queues none.
+	// deadline ran out behind the others. A host at an address it logged
+	// in rightly from waits with the known without a Store read: the
+	// Authenticator keeps such (host, address) pairs as keyed hashes,
+	// about 40 bytes a host, read from the Store's hosts in the
+	// background from New on and added by each right login (see
+	// [Stats.KnownHosts] and docs/security.md); any other host id, a
+	// made-up one too, waits with the new. Default to 4 per CPU and
+	// 16384; a negative queue queues none.
 	HostLoginConcurrency, HostLoginQueue int
 	// HostWriteQueue bounds how many writes of right host logins wait to
 	// be applied in a batch, when the Store is a [HostBatchStore]; past it
@@ -429,8 +436,10 @@ type Authenticator struct {
 	// hostGate admits host logins. Both gates let an account in first at
 	// an address it logged in rightly from (see Authenticator.entrant).
 	hostGate *admission
-	tokens   *tokenCache
-	status   *statusCache[accountStatus]
+	// known is what the host gate places a login by (see knownhosts.go).
+	known  *knownset.Set
+	tokens *tokenCache
+	status *statusCache[accountStatus]
 	// access keeps the access tokens; nil when the Store does not.
 	access  *guardedTokens
 	clients *clientLimiter
@@ -491,6 +500,7 @@ func New(cfg Config) (*Authenticator, error) {
 		preAuth:  newTokenVerifier(ring, cfg.Issuer, cfg.Now, ttl, kindPreAuth),
 		hasher:   hasher,
 		hostGate: newAdmission(cfg.HostLoginConcurrency, max(cfg.HostLoginQueue, 0), cfg.QueueTimeout),
+		known:    newKnownHosts(),
 		tokens:   newTokenCache(cfg.TokenCacheSize),
 		status:   newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store, accessStore)),
 		access:   access,
@@ -504,6 +514,7 @@ func New(cfg Config) (*Authenticator, error) {
 	if err := registerExtensions(cfg.Extensions, a); err != nil {
 		return nil, err
 	}
+	go a.loadKnownHosts()
 	return a, nil
 }
 
@@ -776,6 +787,10 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 			continue
 		case errors.Is(err, errHashChanged):
 			return errHashChangedTooOften
+		case err == nil && t.read != nil:
+			// The host's next logins from client wait with the known at
+			// the host gate.
+			a.known.Add(t.name, client)
 		}
 		return err
 	}
@@ -804,7 +819,14 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, sec
 	defer a.hostGate.Release()
 	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
-	return a.loginMachine(ctx, t, secret, admit, grant)
+	handled, err = a.loginMachine(ctx, t, secret, admit, grant)
+	if handled && err == nil {
+		// The host's next logins from client wait with the known at the
+		// host gate. One granted from the cache is known already: the
+		// read that made the entry added the host's known clients.
+		a.known.Add(t.name, client)
+	}
+	return handled, err
 }
 
 // admitAndGrant runs the steps of a login after its password's hash,
@@ -854,6 +876,8 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 		var format hashfmt.Format
 		if err == nil {
 			format = hashfmt.Identify(*acc.hash)
+			// What other replicas made known places this one's logins too.
+			a.rememberKnown(t.name, *acc.clients)
 		}
 		if err != nil || format != hashfmt.MachineDigest {
 			a.dropHost(t.name, false)

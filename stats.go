@@ -17,6 +17,12 @@ type Stats struct {
 	// logins, under [Config.HostLoginConcurrency] and
 	// [Config.HostLoginQueue].
 	HostLoginsRunning, HostLoginsWaiting int
+	// KnownHosts is how many hosts the host-login gate knows a client
+	// address of, which it lets in first from that address: filled from
+	// the Store in the background from [New] on, and by each right host
+	// login. It grows to the number of hosts that have logged in, at
+	// most 1,048,576 (about 40 bytes each).
+	KnownHosts int
 	// TokenCache is the cache of bearer tokens that verified. A hit spares
 	// the token's parse and signature check; every other credential
 	// [Authenticator.CheckBearer] is given, the master key included, is a
@@ -72,6 +78,7 @@ func (a *Authenticator) Stats() Stats {
 		PasswordHashesWaiting: waiting,
 		HostLoginsRunning:     hostsRunning,
 		HostLoginsWaiting:     hostsWaiting,
+		KnownHosts:            a.known.Len(),
 		TokenCache:            tokens,
 		StatusCache:           a.status.stats(tokens),
 		ClientAddresses:       clients.Addresses,
