@@ -766,7 +766,7 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, sec
 	if err := a.hostGate.Acquire(parent, a.hostEntrant(parent, t, client)); err != nil {
 		return true, err
 	}
-	defer a.hostGate.Release()
+	defer a.hostGate.Release(1)
 	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
 	return a.loginMachine(ctx, t, secret, admit, grant)

@@ -109,8 +109,11 @@ func (h *passwordHasher) acquire(ctx context.Context, e entrant) (release func()
 	if err := h.gate.Acquire(ctx, e); err != nil {
 		return nil, err
 	}
-	return h.gate.Release, nil
+	return h.releaseOne, nil
 }
+
+// releaseOne frees the one slot acquire took.
+func (h *passwordHasher) releaseOne() { h.gate.Release(1) }
 
 // hash returns the argon2id PHC string of password with the current
 // parameters and a fresh salt. password should already be prepared with
