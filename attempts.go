@@ -227,6 +227,7 @@ func (a *Authenticator) entrant(ctx context.Context, t loginTarget) entrant {
 		Client:   clientOfContext(ctx),
 		Account:  loginAccount(t),
 		Classify: func() int { return a.loginClass(ctx, t) },
+		Weight:   houseThreads,
 	}
 }
 

@@ -78,8 +78,11 @@ type Config struct {
 	// insert). Defaults to 100.
 	MaxAccessTokens int
 
-	// PasswordHashConcurrency bounds how many password hashes run at
-	// once. Defaults to the number of CPUs.
+	// PasswordHashConcurrency bounds the threads that password hashes
+	// run at once: a hash holds a slot for each thread its check runs,
+	// one for the house argon2id and every format but argon2 of several
+	// lanes, which holds one for each lane, at most all of them. Defaults
+	// to the number of CPUs.
 	PasswordHashConcurrency int
 	// PasswordHashQueue bounds how many logins wait for a hashing slot.
 	// The slots are shared fairly: an account at an address it logged in
@@ -705,13 +708,17 @@ var errHashChangedTooOften = fmt.Errorf("%w: the password changed during the log
 // stored credential is a machine-secret digest takes [loginMachine];
 // every other account, in order:
 //
-//  1. a hashing slot is taken, so that an overload refuses the attempt
-//     before anything is counted;
+//  1. a hashing slot is taken, the slots of the house argon2id's threads,
+//     so that an overload refuses the attempt before anything is counted;
 //  2. one atomic update checks the client's and the account's backoff and
 //     counts the attempt as a failure, so that concurrent guesses are all
 //     counted and a Store that cannot record refuses right and wrong
 //     passwords alike;
-//  3. the password is checked against the hash that update read;
+//  3. the password is checked against the hash that update read, once
+//     the login holds a slot for each thread the check runs: a stored
+//     argon2 hash of more lanes than the house's waits for the others
+//     first (see [passwordHasher.grow]), and may then still be refused
+//     503, its attempt counted, as a rare hash of another system's can;
 //  4. admit, when set, decides whether a right password may go on; its
 //     refusal undoes the counting, since the password was right;
 //  5. a second atomic update ([Authenticator.grantLogin]) grants the
@@ -734,18 +741,18 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 			return err
 		}
 	}
-	release, err := a.hasher.acquire(parent, a.entrant(parent, t))
-	if err != nil {
+	if err := a.hasher.acquire(parent, a.entrant(parent, t)); err != nil {
 		return err
 	}
-	defer release()
+	held := houseThreads
+	defer func() { a.hasher.release(held) }()
 	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
 	client := clientKey(ctx)
 	now := a.now()
 	var hash string
 	var disabled bool
-	err = t.update(ctx, func(acc account) error {
+	err := t.update(ctx, func(acc account) error {
 		if wait := takeAttempt(acc, client, now); wait > 0 {
 			return &RetryError{Reason: ErrThrottled, RetryAfter: wait}
 		}
@@ -768,7 +775,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		left := time.Until(deadline)
 		hashed := time.Now()
 		format := hashfmt.Identify(hash)
-		ok, upgrade, err := a.checkCredential(t, format, hash, password)
+		ok, upgrade, err := a.checkCredential(parent, t, format, hash, password, &held)
 		if err != nil {
 			return err
 		}
@@ -778,7 +785,8 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 			return ErrInvalidCredentials
 		}
-		// The hash's own time does not count against the deadline.
+		// The hash's own time, and its wait for the slots of its
+		// threads, do not count against the deadline.
 		deadline = deadline.Add(time.Since(hashed))
 		current, err := a.admitAndGrant(parent, left, t, hash, a.newCredential(t, format, password, upgrade), client, admit, grant)
 		switch {
@@ -816,7 +824,7 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, sec
 	if err := a.hostGate.Acquire(parent, a.hostEntrant(parent, t, client)); err != nil {
 		return true, err
 	}
-	defer a.hostGate.Release()
+	defer a.hostGate.Release(1)
 	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
 	handled, err = a.loginMachine(ctx, t, secret, admit, grant)
@@ -907,7 +915,7 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 			return true, &RetryError{Reason: ErrThrottled, RetryAfter: wait}
 		}
 		hash := *acc.hash
-		ok, upgrade, err := a.checkCredential(t, format, hash, secret)
+		ok, upgrade, err := a.checkMachine(t, hash, secret)
 		if err != nil {
 			return true, err
 		}
@@ -991,21 +999,44 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 
 // checkCredential checks a secret against an account's stored credential,
 // of the format the caller identified once from it: a machine-secret
-// digest or a password hash. A credential that cannot be
-// read, or whose parameters are beyond the bounds of a login's work, is a
-// fault of the data, never a wrong password, and nothing is computed on
-// it. The error names the account and what is wrong, never the hash; the
-// route that answers 500 logs it, once.
-func (a *Authenticator) checkCredential(t loginTarget, format hashfmt.Format, stored, secret string) (ok, upgrade bool, err error) {
+// digest or a password hash. The caller holds *held hashing slots; a
+// password hash whose check runs more threads takes as many first (see
+// [passwordHasher.grow]), whose error, of the gate, is returned as it is.
+// A credential that cannot be read, or whose parameters are beyond the
+// bounds of a login's work, is a fault of the data, never a wrong
+// password, and nothing is computed on it. The error names the account
+// and what is wrong, never the hash; the route that answers 500 logs it,
+// once.
+func (a *Authenticator) checkCredential(ctx context.Context, t loginTarget, format hashfmt.Format, stored, secret string, held *int) (ok, upgrade bool, err error) {
 	if format == hashfmt.MachineDigest {
-		ok, upgrade, err = a.ring.checkMachineSecret(stored, t.name, secret)
-	} else {
-		ok, upgrade, err = a.hasher.checkAs(format, stored, secret)
+		return a.checkMachine(t, stored, secret)
 	}
+	hash, err := hashfmt.Parse(format, stored)
 	if err != nil {
-		return false, false, fmt.Errorf("%w: password hash of %s %q: %w", ErrDataFault, t.kind, t.name, err)
+		return false, false, credentialFault(t, err)
+	}
+	if err := a.hasher.grow(ctx, held, hash.Threads()); err != nil {
+		return false, false, err
+	}
+	if ok, upgrade, err = a.hasher.engines().Check(hash, secret); err != nil {
+		return false, false, credentialFault(t, err)
 	}
 	return ok, upgrade, nil
+}
+
+// checkMachine is checkCredential for a machine-secret digest, which
+// takes no hashing slot.
+func (a *Authenticator) checkMachine(t loginTarget, stored, secret string) (ok, upgrade bool, err error) {
+	if ok, upgrade, err = a.ring.checkMachineSecret(stored, t.name, secret); err != nil {
+		return false, false, credentialFault(t, err)
+	}
+	return ok, upgrade, nil
+}
+
+// credentialFault is the error of t's stored credential that cannot be
+// checked: a fault of the data, naming the account and what is wrong.
+func credentialFault(t loginTarget, err error) error {
+	return fmt.Errorf("%w: password hash of %s %q: %w", ErrDataFault, t.kind, t.name, err)
 }
 
 // newCredential returns what a right secret is stored as from now on, or

@@ -53,8 +53,10 @@ func encodeArgonHash(a argonHash) string { return a.Encode() }
 
 // passwordHasher hashes and verifies passwords under a concurrency bound:
 // each argon2id call holds 19 MiB, so running every login at once would
-// let a flood of requests exhaust memory. Its slots are shared fairly
-// among clients (see admission).
+// let a flood of requests exhaust memory. A hash holds a slot for each
+// thread it runs (hashfmt.Hash.Threads), so that the bound is one on the
+// cores hashing takes too. Its slots are shared fairly among clients (see
+// admission).
 type passwordHasher struct {
 	// gate admits the callers that run, and queues a bounded number more.
 	gate *admission
@@ -101,15 +103,41 @@ func hashGate(concurrency, queue int, timeout time.Duration) *admission {
 	return newAdmission(concurrency, queue, timeout)
 }
 
-// acquire waits for a slot, in e's turn (see admission). It fails with
-// a [*RetryError] for [ErrOverloaded] when the queue is full, or the wait
-// outlasts the queue's timeout or ctx's deadline, and with ctx.Err() if
-// ctx is cancelled. On success the caller must call release.
-func (h *passwordHasher) acquire(ctx context.Context, e entrant) (release func(), err error) {
-	if err := h.gate.Acquire(ctx, e); err != nil {
-		return nil, err
+// houseThreads is the threads of a new hash's argon2id run, and so the
+// slots that a caller holds which may hash anew or run the dummy: a
+// login, before it has read what is stored.
+const houseThreads = hashfmt.Threads
+
+// acquire waits for e.Weight slots, in e's turn (see admission). It fails
+// with a [*RetryError] for [ErrOverloaded] when the queue is full, or the
+// wait outlasts the queue's timeout or ctx's deadline, and with ctx.Err()
+// if ctx is cancelled. On success the caller must call release with the
+// slots it holds.
+func (h *passwordHasher) acquire(ctx context.Context, e entrant) error {
+	return h.gate.Acquire(ctx, e)
+}
+
+// release frees the weight slots a caller holds; none when weight is 0.
+func (h *passwordHasher) release(weight int) {
+	if weight > 0 {
+		h.gate.Release(weight)
 	}
-	return h.gate.Release, nil
+}
+
+// grow makes a caller that holds *held slots hold threads of them, when
+// that is more: it learnt from the hash it read that its check runs as
+// many threads (see [admission.Grow]). On failure it holds none, and
+// *held is 0.
+func (h *passwordHasher) grow(ctx context.Context, held *int, threads int) error {
+	if threads <= *held {
+		return nil
+	}
+	if err := h.gate.Grow(ctx, *held, threads); err != nil {
+		*held = 0
+		return err
+	}
+	*held = threads
+	return nil
 }
 
 // hash returns the argon2id PHC string of password with the current
@@ -118,11 +146,10 @@ func (h *passwordHasher) acquire(ctx context.Context, e entrant) (release func()
 func (h *passwordHasher) hash(ctx context.Context, password string) (string, error) {
 	// A new hash is an administrator's or an account's own, never a
 	// stranger's: it waits with the known.
-	release, err := h.acquire(ctx, entrant{Client: clientOfContext(ctx), Class: classKnown})
-	if err != nil {
+	if err := h.acquire(ctx, entrant{Client: clientOfContext(ctx), Class: classKnown, Weight: houseThreads}); err != nil {
 		return "", err
 	}
-	defer release()
+	defer h.release(houseThreads)
 	return h.hashHeld(password)
 }
 
@@ -139,27 +166,27 @@ func (h *passwordHasher) hashHeld(password string) (string, error) {
 
 // verify reports whether password matches the stored hash encoded, and
 // whether that hash should be replaced by a fresh one (see
-// [hashfmt.Engines.Verify]). upgrade is only ever true when ok is. A
-// malformed or unknown hash gives an error wrapping errMalformedHash; a
-// full queue or an ended ctx gives their errors.
+// [hashfmt.Engines.Check]). upgrade is only ever true when ok is. It
+// waits for as many slots as the hash's check runs threads. A malformed
+// or unknown hash gives an error wrapping errMalformedHash, before any
+// wait; a full queue or an ended ctx gives their errors.
 func (h *passwordHasher) verify(ctx context.Context, encoded, password string) (ok, upgrade bool, err error) {
-	release, err := h.acquire(ctx, entrant{Client: clientOfContext(ctx), Class: classNew})
+	hash, err := hashfmt.Parse(hashfmt.Identify(encoded), encoded)
 	if err != nil {
 		return false, false, err
 	}
-	defer release()
-	return h.check(encoded, password)
+	threads := hash.Threads()
+	if err := h.acquire(ctx, entrant{Client: clientOfContext(ctx), Class: classNew, Weight: threads}); err != nil {
+		return false, false, err
+	}
+	defer h.release(threads)
+	return h.engines().Check(hash, password)
 }
 
-// check is verify for a caller that already holds a slot. Its only error
-// wraps errMalformedHash.
-func (h *passwordHasher) check(encoded, password string) (ok, upgrade bool, err error) {
-	return h.checkAs(hashfmt.Identify(encoded), encoded, password)
-}
-
-// checkAs is check for a hash whose format the caller identified.
-func (h *passwordHasher) checkAs(f hashfmt.Format, encoded, password string) (ok, upgrade bool, err error) {
-	return hashfmt.Engines{ArgonIDKey: h.argonKey, BcryptCompare: h.bcryptCompare}.Verify(f, encoded, password)
+// engines are the hasher's engines of hashfmt: the real work, or the
+// stand-ins of a test.
+func (h *passwordHasher) engines() hashfmt.Engines {
+	return hashfmt.Engines{ArgonIDKey: h.argonKey, BcryptCompare: h.bcryptCompare}
 }
 
 // verifyDummy does the work of verifying password against a hash that
@@ -168,19 +195,19 @@ func (h *passwordHasher) checkAs(f hashfmt.Format, encoded, password string) (ok
 // so that an overload still answers as one. It names no account that
 // exists, so it waits with the names no account has.
 func (h *passwordHasher) verifyDummy(ctx context.Context, password string) error {
-	release, err := h.acquire(ctx, entrant{Client: clientOfContext(ctx), Class: classNobody})
-	if err != nil {
+	if err := h.acquire(ctx, entrant{Client: clientOfContext(ctx), Class: classNobody, Weight: houseThreads}); err != nil {
 		return err
 	}
-	defer release()
+	defer h.release(houseThreads)
 	h.checkDummy(password)
 	return nil
 }
 
-// checkDummy is verifyDummy for a caller that already holds a slot.
+// checkDummy is verifyDummy for a caller that already holds a slot: the
+// dummy is a house argon2id hash, of the house's lanes.
 func (h *passwordHasher) checkDummy(password string) {
 	h.dummyOnce.Do(h.makeDummy)
-	_, _, _ = h.check(h.dummy, password)
+	_, _, _ = h.engines().Verify(hashfmt.Argon2id, h.dummy, password)
 }
 
 // makeDummy builds the dummy hash from random bytes rather than from a

@@ -4,9 +4,9 @@ package nmauth
 // password-hash queue, the two caches of the bearer check and the
 // per-client limit. Counts only grow; the other fields are gauges.
 type Stats struct {
-	// PasswordHashesRunning is how many password hashes and verifications
-	// hold a slot now, at most the bound [Config.PasswordHashConcurrency]
-	// sets.
+	// PasswordHashesRunning is how many hashing slots the password
+	// hashes and verifications running hold now, one for each thread
+	// they run, at most the bound [Config.PasswordHashConcurrency] sets.
 	PasswordHashesRunning int
 	// PasswordHashesWaiting is how many callers wait for a slot now, at
 	// most the bound [Config.PasswordHashQueue] sets. A caller refused at the

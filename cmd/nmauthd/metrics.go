@@ -199,7 +199,7 @@ func (m *metrics) observeAuthenticator(auth *nmauth.Authenticator) {
 	}
 	const entriesHelp = "Entries held by the bearer check's caches, an estimate, by cache: token or status."
 	m.registry.MustRegister(
-		gauge("nmauthd_password_hash_slots_in_use", "Password hashes and verifications running now.", nil,
+		gauge("nmauthd_password_hash_slots_in_use", "Hashing slots held now by the password hashes and verifications running, one for each thread they run.", nil,
 			func(s nmauth.Stats) int { return s.PasswordHashesRunning }),
 		gauge("nmauthd_password_hash_waiting", "Logins and password changes waiting for a hashing slot now.", nil,
 			func(s nmauth.Stats) int { return s.PasswordHashesWaiting }),

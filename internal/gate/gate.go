@@ -17,11 +17,20 @@ import (
 	"time"
 )
 
-// Gate admits work by concurrency: at most limit callers run at
-// once, and up to bound more wait, each at most timeout, in a queue that
-// is shared fairly rather than first come, first served (DESIGN.md,
-// "Overload and fairness"):
+// Gate admits work by concurrency: at most limit slots are held at
+// once, and up to bound more callers wait, each at most timeout, in a
+// queue that is shared fairly rather than first come, first served
+// (DESIGN.md, "Overload and fairness"):
 //
+//   - A caller holds as many slots as its work runs threads (its
+//     weight, see Entrant.Weight and Grow), at most limit, so that limit
+//     bounds the cores the work takes, not only the callers. Most hold
+//     one. A caller whose turn comes while fewer slots are free than its
+//     weight is the head: the slots freed are kept for it and nobody is
+//     admitted before it, so it is never starved by lighter callers, and
+//     it holds up the others only until the work that runs ends. A
+//     caller that learns its weight only once it runs grows to it
+//     (Grow): it gives its slots back and waits before every class.
 //   - A caller that must wait is placed in a class (see Entrant[A]): an
 //     account at an address it logged in rightly from before
 //     (ClassKnown), an account that exists from another address
@@ -53,7 +62,8 @@ import (
 //
 // A caller turned away, pushed out or past timeout gets the error of the
 // gate's refuse (nmauth's: a RetryError for ErrOverloaded, 503 with
-// Retry-After over HTTP). The queue's memory is bounded by bound; a
+// Retry-After over HTTP). The queue's memory is bounded by bound, and
+// that of the callers that grow by limit; a
 // waiter's deadline starts only once it is admitted, since it is the
 // caller's to set after Acquire.
 type Gate[A comparable] struct {
@@ -68,13 +78,22 @@ type Gate[A comparable] struct {
 	refuse, throttle func() error
 
 	mu sync.Mutex
-	// running and waiting change under mu; they are atomic so that
-	// Load may read them without it.
+	// running is the slots held; waiting the callers that wait, the head
+	// and the growers included. They are atomic so that Load, and the
+	// paths of a gate where nobody waits, may read and change them
+	// without mu; with somebody waiting they change under it.
 	running, waiting atomic.Int64
 	classes          [numClasses]fairQueue[A]
+	// head is the waiter whose turn came while fewer slots were free
+	// than its weight; nil when none. It is in no queue.
+	head *waiter[A]
+	// growers are the callers that gave back their slots to wait for
+	// more (see Grow), oldest first: their turn came already, so they
+	// are served before every class.
+	growers list.List
 	// accounts counts the waiters of each account in each class.
 	accounts map[accountPlace[A]]int
-	// turns counts the slots handed over, for handOver's shares.
+	// turns counts the turns taken from the classes, for next's shares.
 	turns uint64
 }
 
@@ -107,8 +126,8 @@ const (
 	minAccountShare = 4
 )
 
-// New returns a gate admitting limit callers at once with bound more
-// waiting up to timeout each; refuse makes the error of a caller it does
+// New returns a gate of limit slots with bound more callers waiting up
+// to timeout each; refuse makes the error of a caller it does
 // not admit, and throttle that of a caller whose account holds its share
 // of a queue that has room for more than one account.
 func New[A comparable](limit, bound int, timeout time.Duration, refuse, throttle func() error) *Gate[A] {
@@ -134,6 +153,10 @@ type Entrant[A comparable] struct {
 	// did, and a name that does not exist is served as any other.
 	Class    int
 	Classify func() int
+	// Weight is how many slots the caller holds while it runs: as many
+	// as the threads its work runs on at once. Zero counts as one; more
+	// than the gate's limit is held to the limit, so that it can run.
+	Weight int
 }
 
 // accountPlace names the waiters of one account in one class.
@@ -153,6 +176,11 @@ type waiter[A comparable] struct {
 	// work of no account is not.
 	place   accountPlace[A]
 	counted bool
+	// weight is the slots the waiter is admitted with.
+	weight int
+	// grower is set for a waiter of Grow, in g.growers rather than in a
+	// class's queue.
+	grower bool
 	// admitted is set when a slot was handed over; pushed when the waiter
 	// lost its place to a newcomer.
 	admitted, pushed bool
@@ -202,8 +230,9 @@ func ClientGroup(addr netip.Addr) netip.Prefix {
 	return netip.PrefixFrom(addr, 56).Masked()
 }
 
-// Acquire admits the caller e, at once or after waiting. On success the
-// caller must call Release. It fails with the gate's throttle error
+// Acquire admits the caller e with e.Weight slots, at once or after
+// waiting. On success the caller must call Release with that weight, or
+// with the weight Grow gave it. It fails with the gate's throttle error
 // when the caller's account holds its share of a queue larger than the
 // share, with the gate's refuse error when
 // the caller is turned away, pushed out, or waits
@@ -213,7 +242,8 @@ func (g *Gate[A]) Acquire(ctx context.Context, e Entrant[A]) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if g.waiting.Load() == 0 && g.take() {
+	n := g.weightOf(e.Weight)
+	if g.waiting.Load() == 0 && g.take(n) {
 		return nil
 	}
 	// Learnt outside the lock: the caller waits anyway.
@@ -221,14 +251,14 @@ func (g *Gate[A]) Acquire(ctx context.Context, e Entrant[A]) error {
 	if e.Classify != nil && g.bound > 0 {
 		class = e.Classify()
 	}
-	w := &waiter[A]{ready: make(chan struct{}, 1), class: class}
+	w := &waiter[A]{ready: make(chan struct{}, 1), class: class, weight: n}
 	prefix := ClientGroup(e.Client)
 	g.mu.Lock()
-	// Counted as waiting before it looks for a slot, so that a release
-	// that frees one either sees it waiting or leaves the slot to it (see
-	// release).
-	g.waiting.Add(1)
-	if g.take() {
+	// Counted as waiting before it looks for slots, so that a release
+	// that frees them either sees it waiting or leaves them to it (see
+	// Release). It looks only when nobody else waits: slots free while
+	// others wait are the head's.
+	if g.waiting.Add(1) == 1 && g.take(n) {
 		g.waiting.Add(-1)
 		g.mu.Unlock()
 		return nil
@@ -249,6 +279,38 @@ func (g *Gate[A]) Acquire(ctx context.Context, e Entrant[A]) error {
 		return g.refuse()
 	}
 	g.enqueue(w, e.Account, prefix)
+	g.dispatch()
+	g.mu.Unlock()
+	return g.wait(ctx, w)
+}
+
+// Grow makes a caller that holds held slots hold weight instead (held to
+// the limit, as Entrant.Weight is), once it learns that its work runs
+// more threads than it acquired for: a password hash whose lanes it reads
+// only once it holds a slot. With slots free and nobody waiting it takes
+// them at once. Else it gives its slots back, so that two such callers
+// never hold a slot each while each waits for the other's, and waits
+// before every class, its turn having come already; it is neither
+// refused for a full queue nor pushed out. It fails, as Acquire does,
+// past the gate's timeout or ctx's deadline, or when ctx is cancelled;
+// the caller then holds no slot and must not call Release.
+func (g *Gate[A]) Grow(ctx context.Context, held, weight int) error {
+	from, to := g.weightOf(held), g.weightOf(weight)
+	if to <= from {
+		return nil
+	}
+	g.mu.Lock()
+	if g.waiting.Load() == 0 && g.take(to-from) {
+		g.mu.Unlock()
+		return nil
+	}
+	w := &waiter[A]{ready: make(chan struct{}, 1), weight: to, grower: true}
+	// Counted as waiting before its slots are free, so that no caller
+	// that finds nobody waiting takes them.
+	g.waiting.Add(1)
+	g.running.Add(-int64(from))
+	w.elem = g.growers.PushBack(w)
+	g.dispatch()
 	g.mu.Unlock()
 	return g.wait(ctx, w)
 }
@@ -273,18 +335,18 @@ func (g *Gate[A]) wait(ctx context.Context, w *waiter[A]) error {
 	case w.pushed:
 		err = g.refuse()
 	case w.admitted && err != nil:
-		// The slot came with the timeout: it is the next waiter's.
+		// The slots came with the timeout: they are the next waiter's.
 		g.mu.Unlock()
-		g.Release()
+		g.Release(w.weight)
 		return err
 	case !w.admitted:
-		g.remove(w)
+		g.leave(w)
 	}
 	g.mu.Unlock()
 	return err
 }
 
-// Limit is how many callers run at once.
+// Limit is how many slots may be held at once.
 func (g *Gate[A]) Limit() int { return g.limit }
 
 // Bound is how many callers may wait beyond those that run.
@@ -293,51 +355,72 @@ func (g *Gate[A]) Bound() int { return g.bound }
 // zero is the zero account: work of no account.
 func zero[A comparable]() (z A) { return z }
 
-// take takes a free slot, if there is one.
-func (g *Gate[A]) take() bool {
+// weightOf is the slots a caller of weight holds: at least one, at most
+// the limit.
+func (g *Gate[A]) weightOf(weight int) int { return min(max(weight, 1), g.limit) }
+
+// take takes n free slots, if there are as many.
+func (g *Gate[A]) take(n int) bool {
 	for {
 		r := g.running.Load()
-		if r >= int64(g.limit) {
+		if r+int64(n) > int64(g.limit) {
 			return false
 		}
-		if g.running.CompareAndSwap(r, r+1) {
+		if g.running.CompareAndSwap(r, r+int64(n)) {
 			return true
 		}
 	}
 }
 
-// Release hands the caller's slot to the next waiter, or frees it. With
-// nobody waiting it takes no lock: it frees the slot, then looks again,
-// and a caller that began to wait meanwhile, which counts itself waiting
-// before it looks for a free slot, has either taken the slot or is seen
-// here and handed one.
-func (g *Gate[A]) Release() {
+// Release frees the slots of a caller that holds weight, as it was
+// admitted with or grew to, and hands them to the waiters whose turn it
+// is. With nobody waiting it takes no lock: it frees the slots, then
+// looks again, and a caller that began to wait meanwhile, which counts
+// itself waiting before it looks for free slots, has either taken them
+// or is seen here and handed them.
+func (g *Gate[A]) Release(weight int) {
+	g.running.Add(-int64(g.weightOf(weight)))
 	if g.waiting.Load() == 0 {
-		g.running.Add(-1)
-		if g.waiting.Load() == 0 {
-			return
-		}
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.take() && !g.handOver() {
-			g.running.Add(-1)
-		}
 		return
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.handOver() {
-		g.running.Add(-1)
+	g.dispatch()
+	g.mu.Unlock()
+}
+
+// dispatch hands the free slots to the waiters in their turns, each as
+// many as its weight, until the one whose turn it is needs more than are
+// free: it stays the head, and the slots freed from then on are kept for
+// it.
+func (g *Gate[A]) dispatch() {
+	for g.running.Load() < int64(g.limit) {
+		if g.head == nil {
+			if g.head = g.next(); g.head == nil {
+				return
+			}
+		}
+		if !g.take(g.head.weight) {
+			return
+		}
+		w := g.head
+		g.head = nil
+		g.waiting.Add(-1)
+		w.admitted = true
+		w.ready <- struct{}{}
 	}
 }
 
-// handOver gives the slot its caller holds to the next waiter, and
-// reports whether there was one. Known clients take knownShare turns of
-// every knownShare+1 while new ones wait too: room is kept for them
-// without starving the first login of a new client, such as a host of a
-// burst that has not yet got in. A name that does not exist waits until
-// neither does.
-func (g *Gate[A]) handOver() bool {
+// next takes the waiter whose turn it is out of the queue; nil when none
+// waits. A grower comes first, its turn having come before. Known clients
+// take knownShare turns of every knownShare+1 while new ones wait too:
+// room is kept for them without starving the first login of a new
+// client, such as a host of a burst that has not yet got in. A name that
+// does not exist waits until neither does.
+func (g *Gate[A]) next() *waiter[A] {
+	if front := g.growers.Front(); front != nil {
+		g.growers.Remove(front)
+		return front.Value.(*waiter[A])
+	}
 	g.turns++
 	order := [numClasses]int{ClassKnown, ClassNew, ClassNobody}
 	if g.turns%(knownShare+1) == 0 {
@@ -346,13 +429,10 @@ func (g *Gate[A]) handOver() bool {
 	for _, c := range order {
 		if w := g.classes[c].next(); w != nil {
 			g.unlinkAccount(w)
-			g.waiting.Add(-1)
-			w.admitted = true
-			w.ready <- struct{}{}
-			return true
+			return w
 		}
 	}
-	return false
+	return nil
 }
 
 func (g *Gate[A]) enqueue(w *waiter[A], account A, prefix netip.Prefix) {
@@ -390,6 +470,22 @@ func (g *Gate[A]) remove(w *waiter[A]) {
 	g.classes[w.class].drop(w)
 	g.unlinkAccount(w)
 	g.waiting.Add(-1)
+}
+
+// leave takes w, which gave up before it was admitted, from where it
+// waits. The head's slots, kept for it, go to the waiters after it.
+func (g *Gate[A]) leave(w *waiter[A]) {
+	switch {
+	case w == g.head:
+		g.head = nil
+		g.waiting.Add(-1)
+		g.dispatch()
+	case w.grower:
+		g.growers.Remove(w.elem)
+		g.waiting.Add(-1)
+	default:
+		g.remove(w)
+	}
 }
 
 // push takes w's place from it: w is answered overloaded.
@@ -493,7 +589,7 @@ func (q *fairQueue[A]) drop(w *waiter[A]) {
 	}
 }
 
-// Load returns how many callers run and how many wait.
+// Load returns how many slots are held and how many callers wait.
 func (g *Gate[A]) Load() (running, waiting int) {
 	return int(g.running.Load()), int(g.waiting.Load())
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -35,7 +38,7 @@ type gateRun struct {
 }
 
 // gateAnswer is one caller's answer: its name, and its error, nil when it
-// was admitted (it then releases the slot at once).
+// was admitted (it then releases the slot at once, once answered).
 type gateAnswer struct {
 	name string
 	err  error
@@ -61,10 +64,12 @@ func (r *gateRun) arrive(name string, e entrant) {
 	full := before >= r.g.bound
 	go func() {
 		err := r.g.Acquire(context.Background(), e)
-		if err == nil {
-			r.g.Release()
-		}
+		// Answered before the slot goes on, so that the answers come in
+		// the order the slot went round.
 		r.done <- gateAnswer{name, err}
+		if err == nil {
+			r.g.Release(1)
+		}
 	}()
 	if full {
 		return // the caller of arrive reads the answer
@@ -112,7 +117,7 @@ func (r *gateRun) answered(want error) string {
 func (r *gateRun) drain() []string {
 	r.t.Helper()
 	_, waiting := r.g.Load()
-	r.g.Release()
+	r.g.Release(1)
 	var order []string
 	for range waiting {
 		a := <-r.done
@@ -272,4 +277,249 @@ func TestAdmissionAccountShare(t *testing.T) {
 		t.Errorf("with the queue full, %s was answered; want mallory's newest, of the longest group", got)
 	}
 	r.drain()
+}
+
+// weightRun drives a gate of limit slots whose callers, once admitted,
+// hold their slots until the test lets them go, so that the test sees
+// who runs together.
+type weightRun struct {
+	t        *testing.T
+	g        *Gate[accountKey]
+	admitted chan gateAnswer
+	// let lets a caller go by its name: it releases what it holds.
+	let map[string]chan struct{}
+}
+
+func newWeightRun(t *testing.T, limit, bound int) *weightRun {
+	g := New[accountKey](limit, bound, time.Minute, func() error { return errOverloaded }, func() error { return errThrottled })
+	return &weightRun{t: t, g: g, admitted: make(chan gateAnswer, 64), let: map[string]chan struct{}{}}
+}
+
+// arrive sends a caller of e's weight to the gate and returns once it
+// was admitted or waits.
+func (r *weightRun) arrive(name string, e entrant) {
+	r.t.Helper()
+	let := make(chan struct{})
+	r.let[name] = let
+	running, waiting := r.g.Load()
+	go func() {
+		err := r.g.Acquire(context.Background(), e)
+		r.admitted <- gateAnswer{name, err}
+		if err == nil {
+			<-let
+			r.g.Release(e.Weight)
+		}
+	}()
+	r.await(func(run, w int) bool { return run != running || w != waiting })
+}
+
+// await yields until the gate's load satisfies ok; a gate that never
+// does fails the test by its deadline.
+func (r *weightRun) await(ok func(running, waiting int) bool) {
+	r.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+		if ok(r.g.Load()) {
+			return
+		}
+	}
+	running, waiting := r.g.Load()
+	r.t.Fatalf("the gate stays at %d running, %d waiting", running, waiting)
+}
+
+// wantLoad checks the slots held and the callers waiting.
+func (r *weightRun) wantLoad(running, waiting int, when string) {
+	r.t.Helper()
+	if gotR, gotW := r.g.Load(); gotR != running || gotW != waiting {
+		r.t.Errorf("%s: %d slots held, %d waiting; want %d, %d", when, gotR, gotW, running, waiting)
+	}
+}
+
+// admits reads the answers of the callers admitted next, which must be
+// names, in any order: the gate admits them together.
+func (r *weightRun) admits(names ...string) {
+	r.t.Helper()
+	var got []string
+	for range names {
+		select {
+		case a := <-r.admitted:
+			if a.err != nil {
+				r.t.Fatalf("%s: %v; want admitted", a.name, a.err)
+			}
+			got = append(got, a.name)
+		case <-time.After(10 * time.Second):
+			r.t.Fatalf("admitted %v; want %v", got, names)
+		}
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(names))
+	if !slices.Equal(got, want) {
+		r.t.Errorf("admitted %v; want %v", got, want)
+	}
+}
+
+// release lets the named callers go.
+func (r *weightRun) release(names ...string) {
+	for _, n := range names {
+		close(r.let[n])
+	}
+}
+
+// TestWeightedCallerHoldsItsWeight: a caller of four threads at a gate
+// of two slots holds both (held to the limit, so that it can run) and
+// nothing else runs beside it, as a hash of four lanes runs on every
+// core the gate admits. When it ends, the two that waited run together.
+func TestWeightedCallerHoldsItsWeight(t *testing.T) {
+	r := newWeightRun(t, 2, 8)
+	r.arrive("p4", entrant{Client: slash24(1), Class: ClassNew, Weight: 4})
+	r.admits("p4")
+	r.wantLoad(2, 0, "a caller of weight 4 at a gate of 2")
+	r.arrive("light-1", entrant{Client: slash24(2), Class: ClassNew})
+	r.arrive("light-2", entrant{Client: slash24(3), Class: ClassNew})
+	r.wantLoad(2, 2, "two more while it runs")
+	r.release("p4")
+	r.admits("light-1", "light-2")
+	r.wantLoad(2, 0, "after it")
+	r.release("light-1", "light-2")
+	r.await(func(running, waiting int) bool { return running == 0 && waiting == 0 })
+}
+
+// TestWeightedHeadKeepsFreedSlots: a heavy caller whose turn comes while
+// fewer slots are free than it needs keeps those that free up, and the
+// lighter callers after it wait although a slot is free, so that a
+// stream of light callers never starves it; once it has run, they run,
+// so it holds them up only as long as the work before it ran.
+func TestWeightedHeadKeepsFreedSlots(t *testing.T) {
+	r := newWeightRun(t, 2, 8)
+	r.arrive("running", entrant{Client: slash24(1), Class: ClassNew})
+	r.admits("running")
+	r.arrive("heavy", entrant{Client: slash24(2), Class: ClassNew, Weight: 2})
+	r.wantLoad(1, 1, "a heavy caller with one slot free")
+	for i := range 3 {
+		r.arrive(fmt.Sprint("light-", i), entrant{Client: slash24(3 + i), Class: ClassNew})
+	}
+	r.wantLoad(1, 4, "light callers after it, with one slot free")
+	r.release("running")
+	r.admits("heavy")
+	r.wantLoad(2, 3, "the heavy caller runs")
+	r.release("heavy")
+	r.admits("light-0", "light-1")
+	r.wantLoad(2, 1, "after the heavy caller")
+	r.release("light-0")
+	r.admits("light-2")
+	r.release("light-1", "light-2")
+	r.await(func(running, waiting int) bool { return running == 0 && waiting == 0 })
+}
+
+// TestWeightedTurnsStayFair: a heavy caller takes its group's turn as a
+// light one does, no sooner and no later: the groups take turns in the
+// order they would with every caller of weight one, and the known still
+// go first.
+func TestWeightedTurnsStayFair(t *testing.T) {
+	r := newWeightRun(t, 2, 8)
+	r.arrive("holder", entrant{Client: slash24(0), Class: ClassNew, Weight: 2})
+	r.admits("holder")
+	a, b, c := slash24(1), slash24(2), slash24(3)
+	r.arrive("a-heavy", entrant{Client: a, Class: ClassNew, Weight: 2})
+	r.arrive("a-light", entrant{Client: a, Class: ClassNew})
+	r.arrive("b-light", entrant{Client: b, Class: ClassNew})
+	r.arrive("c-heavy", entrant{Client: c, Class: ClassNew, Weight: 2})
+	r.arrive("known", entrant{Client: c, Account: accountKey{"user", "alice"}, Class: ClassKnown})
+	r.wantLoad(2, 5, "five waiting behind a holder of both slots")
+	// The known first; then a's heavy caller, whose group's turn it is,
+	// keeps the slot freed beside the known's.
+	r.release("holder")
+	r.admits("known")
+	r.wantLoad(1, 4, "the known runs and a's heavy caller waits for the other slot")
+	r.release("known")
+	r.admits("a-heavy")
+	r.release("a-heavy")
+	// Then b and c in turn: c's heavy caller waits for b's slot.
+	r.admits("b-light")
+	r.wantLoad(1, 2, "b's light caller runs, c's heavy one waits for the other slot")
+	r.release("b-light")
+	r.admits("c-heavy")
+	r.release("c-heavy")
+	r.admits("a-light")
+	r.release("a-light")
+	r.await(func(running, waiting int) bool { return running == 0 && waiting == 0 })
+}
+
+// TestWeightedHeadGivesUp: a heavy caller that stops waiting while it
+// keeps a free slot leaves that slot to the callers after it.
+func TestWeightedHeadGivesUp(t *testing.T) {
+	r := newWeightRun(t, 2, 8)
+	r.arrive("running", entrant{Client: slash24(1), Class: ClassNew})
+	r.admits("running")
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- r.g.Acquire(ctx, entrant{Client: slash24(2), Class: ClassNew, Weight: 2}) }()
+	r.await(func(_, waiting int) bool { return waiting == 1 })
+	r.arrive("light", entrant{Client: slash24(3), Class: ClassNew})
+	r.wantLoad(1, 2, "a light caller behind the heavy one")
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Errorf("the heavy caller that gave up: %v; want context.Canceled", err)
+	}
+	r.admits("light")
+	r.wantLoad(2, 0, "the light caller took the slot kept for the heavy one")
+	r.release("running", "light")
+	r.await(func(running, waiting int) bool { return running == 0 && waiting == 0 })
+}
+
+// TestGrow: a caller that learns once it runs that its work takes more
+// slots than it holds gets them before any caller waiting in the queue,
+// and two such callers at a gate of two slots, each holding one, do not
+// wait for each other for ever: each gives its slot back while it waits.
+func TestGrow(t *testing.T) {
+	t.Run("before the queue", func(t *testing.T) {
+		r := newWeightRun(t, 2, 8)
+		r.arrive("other", entrant{Client: slash24(1), Class: ClassNew})
+		r.admits("other")
+		if err := r.g.Acquire(context.Background(), entrant{Client: slash24(2), Class: ClassNew}); err != nil {
+			t.Fatal(err)
+		}
+		r.arrive("queued", entrant{Client: slash24(3), Account: accountKey{"user", "alice"}, Class: ClassKnown})
+		grown := make(chan error, 1)
+		go func() { grown <- r.g.Grow(context.Background(), 1, 4) }()
+		r.await(func(running, waiting int) bool { return running == 1 && waiting == 2 })
+		r.release("other")
+		if err := <-grown; err != nil {
+			t.Fatalf("Grow: %v", err)
+		}
+		r.wantLoad(2, 1, "grown to the limit before the queue")
+		r.g.Release(4)
+		r.admits("queued")
+		r.release("queued")
+		r.await(func(running, waiting int) bool { return running == 0 && waiting == 0 })
+	})
+	t.Run("two at once", func(t *testing.T) {
+		g := New[accountKey](2, 8, time.Minute, func() error { return errOverloaded }, func() error { return errThrottled })
+		for range 2 {
+			if err := g.Acquire(context.Background(), entrant{Client: slash24(1), Class: ClassNew}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ran := make(chan int, 2)
+		var held atomic.Int64
+		for i := range 2 {
+			go func() {
+				if err := g.Grow(context.Background(), 1, 2); err != nil {
+					t.Errorf("Grow %d: %v", i, err)
+					ran <- i
+					return
+				}
+				if running, _ := g.Load(); running != 2 || held.Add(1) != 1 {
+					t.Errorf("grower %d runs beside another: %d slots held", i, running)
+				}
+				held.Add(-1)
+				ran <- i
+				g.Release(2)
+			}()
+		}
+		<-ran
+		<-ran
+		for running, waiting := g.Load(); running != 0 || waiting != 0; running, waiting = g.Load() {
+			runtime.Gosched()
+		}
+	})
 }

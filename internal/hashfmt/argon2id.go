@@ -26,14 +26,16 @@ const Argon2idPrefix = "$argon2id$"
 
 // Bounds on parameters read from a stored or imported hash, so that one
 // login costs at most what the house argon2id allows it (issue 38): at
-// most 64 MiB and about a second of one core, on as many threads as the
+// most 64 MiB and about a second of one core, on no more threads than the
 // gate admits. A hash beyond them is refused by an import, naming the
 // parameter, and a stored one is a broken record: nothing is computed.
 //
-// argon2 runs its lanes (p) at once, each on its own goroutine, while the
-// gate admits a hash as one slot: p is held to MaxArgonThreads, and the
-// work m*t, shared among the lanes, to maxArgonWork, so a hash of several
-// lanes takes no more CPU than one of one lane, only sooner.
+// argon2 runs its lanes (p) at once, each on its own goroutine: p is held
+// to MaxArgonThreads, and a check holds a slot of the hashing gate for
+// each lane ([Hash.Threads]; a gate of fewer slots gives it all of its
+// own), so that the gate's limit bounds the cores hashing takes. The work
+// m*t, shared among the lanes, is held to maxArgonWork, so a hash of
+// several lanes takes no more CPU than one of one lane, only sooner.
 const (
 	MaxArgonMemory  = 64 << 10 // KiB, 64 MiB
 	maxArgonWork    = 4 * MaxArgonMemory
@@ -81,11 +83,7 @@ func (a Argon2idHash) Encode() string {
 		a.Memory, a.Time, a.Threads, b64.EncodeToString(a.Salt), b64.EncodeToString(a.Key))
 }
 
-func (e Engines) verifyArgon2id(encoded, password string) (ok, needsUpdate bool, err error) {
-	stored, err := ParseArgon2id(encoded)
-	if err != nil {
-		return false, false, err
-	}
+func (e Engines) checkArgon2id(stored Argon2idHash, password string) (ok, needsUpdate bool, err error) {
 	p := stored.Params
 	key := e.ArgonIDKey([]byte(password), stored.Salt, p.Time, p.Memory, p.Threads, uint32(len(stored.Key)))
 	if subtle.ConstantTimeCompare(key, stored.Key) != 1 {

@@ -22,10 +22,9 @@ func isBcryptPrefix(s string) bool {
 	return strings.HasPrefix(s, "$2a$") || strings.HasPrefix(s, "$2b$") || strings.HasPrefix(s, "$2y$")
 }
 
-func (e Engines) verifyBcrypt(encoded, password string) (ok, needsUpdate bool, err error) {
-	if err := checkBcryptHash(encoded); err != nil {
-		return false, false, err
-	}
+// checkBcrypt checks password against encoded, which checkBcryptHash
+// accepted.
+func (e Engines) checkBcrypt(encoded, password string) (ok, needsUpdate bool, err error) {
 	err = e.BcryptCompare([]byte(encoded), []byte(password))
 	switch {
 	case err == nil:

@@ -3,14 +3,17 @@
 // only recognises: checking one needs the root secrets), bcrypt, and the
 // formats an import may bring from other systems (argon2i, scrypt,
 // PBKDF2-SHA256 in PHC and Django form). A stored hash is identified once
-// ([Identify]); the [Format] found is then asked to verify a password and
-// says whether the hash needs an update, as Django's check_password does
-// with identify_hasher, verify and must_update.
+// ([Identify]) and parsed once ([Parse]); the [Hash] found then says how
+// many threads its check runs ([Hash.Threads]), and is asked to verify a
+// password and whether it needs an update ([Engines.Check]), as Django's
+// check_password does with identify_hasher, verify and must_update.
 //
 // Every parser bounds the parameters it reads before any work is done on
 // them, so a planted record cannot make one login allocate gigabytes or
 // spin for minutes. The package knows nothing of accounts, stores or the
-// hashing gate; its caller holds a slot of the gate around [Engines.Verify].
+// hashing gate; its caller holds as many slots of the gate as
+// [Hash.Threads] around [Engines.Check], so that the gate's limit bounds
+// the cores that hashing takes.
 package hashfmt
 
 import (
@@ -83,28 +86,84 @@ func Default() Engines {
 	return Engines{ArgonIDKey: argon2.IDKey, BcryptCompare: bcrypt.CompareHashAndPassword}
 }
 
-// Verify reports whether password matches encoded, a hash of format f as
-// [Identify] named it, and whether the hash needs an update: a bcrypt
-// hash, an imported one, or an argon2id hash weaker than [Current].
-// needsUpdate is only ever true when ok is. A malformed hash, a machine
-// digest or an unknown format gives an error wrapping [ErrMalformed], and
-// nothing is computed.
-func (e Engines) Verify(f Format, encoded, password string) (ok, needsUpdate bool, err error) {
+// Hash is a stored password hash that [Parse] read and held to the
+// bounds of a login's work: what [Engines.Check] needs, and how many
+// threads the check runs. The zero Hash is of no format.
+type Hash struct {
+	format Format
+	// encoded is a bcrypt hash, which its engine reads itself.
+	encoded string
+	argon   Argon2idHash
+	// imported is a hash of another system's format.
+	imported importedHash
+}
+
+// Parse reads encoded, a hash of format f as [Identify] named it, and
+// bounds its parameters, without spending any work on it. A malformed
+// hash, a machine digest or an unknown format gives an error wrapping
+// [ErrMalformed].
+func Parse(f Format, encoded string) (Hash, error) {
+	h := Hash{format: f}
+	var err error
 	switch f {
 	case Argon2id:
-		return e.verifyArgon2id(encoded, password)
+		h.argon, err = ParseArgon2id(encoded)
 	case Bcrypt:
-		return e.verifyBcrypt(encoded, password)
+		h.encoded, err = encoded, checkBcryptHash(encoded)
 	case Argon2i, Scrypt, PBKDF2, DjangoPBKDF2:
-		parsed, err := parseImported(f, encoded)
-		if err != nil {
-			return false, false, err
-		}
+		h.imported, err = parseImported(f, encoded)
+	default:
+		err = fmt.Errorf("%w: unknown format", ErrMalformed)
+	}
+	if err != nil {
+		return Hash{}, err
+	}
+	return h, nil
+}
+
+// Threads is how many threads a check of h runs at once: argon2's lanes
+// (p), which golang.org/x/crypto/argon2 runs each on a goroutine of its
+// own, at most [MaxArgonThreads]; one for the others, whose work is one
+// thread's: scrypt's lanes run one after another in
+// golang.org/x/crypto/scrypt, and bcrypt and PBKDF2 have none to share.
+// The caller of [Engines.Check] holds that many slots of the hashing gate.
+func (h Hash) Threads() int {
+	switch {
+	case h.format == Argon2id:
+		return int(h.argon.Threads)
+	case h.imported != nil:
+		return h.imported.threads()
+	}
+	return 1
+}
+
+// Check reports whether password matches h and whether h needs an
+// update: a bcrypt hash, an imported one, or an argon2id hash weaker than
+// [Current]. needsUpdate is only ever true when ok is. The zero Hash, or
+// a bcrypt hash its engine cannot read, gives an error wrapping
+// [ErrMalformed].
+func (e Engines) Check(h Hash, password string) (ok, needsUpdate bool, err error) {
+	switch {
+	case h.format == Argon2id:
+		return e.checkArgon2id(h.argon, password)
+	case h.format == Bcrypt:
+		return e.checkBcrypt(h.encoded, password)
+	case h.imported != nil:
 		// A hash of another system that matches is always replaced.
-		ok = parsed.matches(password)
+		ok = h.imported.matches(password)
 		return ok, ok, nil
 	}
 	return false, false, fmt.Errorf("%w: unknown format", ErrMalformed)
+}
+
+// Verify is [Parse] and [Engines.Check] in one, for a caller that holds
+// the slots of any hash's threads.
+func (e Engines) Verify(f Format, encoded, password string) (ok, needsUpdate bool, err error) {
+	h, err := Parse(f, encoded)
+	if err != nil {
+		return false, false, err
+	}
+	return e.Check(h, password)
 }
 
 // Importable checks a hash given to an import without spending any work

@@ -36,10 +36,11 @@ const (
 // Bounds on the parameters of an imported hash, of the order of
 // the bounds on argon2id (64 MiB, about a second of one core):
 // a planted record must not make one login allocate gigabytes or spin
-// for minutes. scrypt's lanes (p) run one after another in
-// golang.org/x/crypto/scrypt, on the one thread the gate admitted, so p
-// is bounded by the work N*r*p alone. PBKDF2-SHA256 runs its iterations
-// once for every 32 bytes of key.
+// for minutes. argon2i is held to argon2id's bounds, and its lanes each
+// hold a slot of the gate, as argon2id's do. scrypt's lanes (p) run one
+// after another in golang.org/x/crypto/scrypt, on one thread, which holds
+// one slot, so p is bounded by the work N*r*p alone. PBKDF2-SHA256 runs
+// its iterations once for every 32 bytes of key, on one thread.
 const (
 	maxScryptMemory   = 64 << 20 // bytes: 128 * N * r
 	maxScryptWork     = 1 << 21  // N * r * p, twice OWASP's N=2^17, r=8, p=1
@@ -68,6 +69,9 @@ type importedHash interface {
 	matches(password string) bool
 	// weakness says why the hash is cheap to attack, "" when it is not.
 	weakness() string
+	// threads is how many threads matches runs at once (see
+	// [Hash.Threads]).
+	threads() int
 }
 
 // parseImported reads a hash of one of the imported formats, f as
@@ -155,6 +159,10 @@ func (a argon2iHash) matches(password string) bool {
 	return subtle.ConstantTimeCompare(key, a.Key) == 1
 }
 
+// threads is argon2i's lanes, which golang.org/x/crypto/argon2 runs at
+// once.
+func (a argon2iHash) threads() int { return int(a.Threads) }
+
 func (a argon2iHash) weakness() string {
 	if a.WeakerThanCurrent() {
 		return fmt.Sprintf("argon2i with m=%d,t=%d below m=%d,t=%d", a.Memory, a.Time, Memory, Time)
@@ -211,6 +219,10 @@ func (s scryptHash) matches(password string) bool {
 	key, err := scrypt.Key([]byte(password), s.salt, 1<<s.logN, int(s.r), int(s.p), len(s.key))
 	return err == nil && subtle.ConstantTimeCompare(key, s.key) == 1
 }
+
+// threads is one: golang.org/x/crypto/scrypt runs the lanes one after
+// another.
+func (s scryptHash) threads() int { return 1 }
 
 func (s scryptHash) weakness() string {
 	if work := (uint64(1) << s.logN) * uint64(s.r) * uint64(s.p); work < weakScryptWork {
@@ -282,6 +294,8 @@ func (h pbkdf2Hash) matches(password string) bool {
 	key, err := pbkdf2.Key(sha256.New, password, h.salt, int(h.rounds), len(h.key))
 	return err == nil && subtle.ConstantTimeCompare(key, h.key) == 1
 }
+
+func (h pbkdf2Hash) threads() int { return 1 }
 
 func (h pbkdf2Hash) weakness() string {
 	if h.rounds < weakPBKDF2Rounds {
