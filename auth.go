@@ -13,6 +13,7 @@ import (
 
 	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/knownset"
+	"github.com/nmauth/nmauth/internal/secret"
 )
 
 // Config configures an [Authenticator]. Store and Secrets are required;
@@ -576,9 +577,9 @@ type UserLogin struct {
 // that address only (see docs/security.md for the rules).
 func (a *Authenticator) LoginUser(ctx context.Context, username, password string) (UserLogin, error) {
 	name, nameErr := PrepareUsername(username)
-	pw, pwErr := preparePassword(password)
+	pw, pwErr := secret.Prepare(password, false)
 	if err := errors.Join(nameErr, pwErr); err != nil {
-		return UserLogin{}, a.failUnknown(ctx, KindUser, username, password)
+		return UserLogin{}, a.failUnknown(ctx, KindUser, username, pw)
 	}
 	var out UserLogin
 	granted := EventLoginSucceeded
@@ -652,13 +653,13 @@ func (a *Authenticator) grantPreAuth(u *User, iat time.Time) (UserLogin, error) 
 	return UserLogin{UserName: u.Name, PreAuthToken: tok, TOTPRequired: true}, nil
 }
 
-// failUnknown spends the time of a real check of password, so that an
-// unknown name cannot be told from a wrong password: a digest for a host's
+// failUnknown spends the time of a real check of pw, so that an unknown
+// name cannot be told from a wrong password: a digest for a host's
 // machine secret, an argon2id run otherwise.
-func (a *Authenticator) failUnknown(ctx context.Context, kind PrincipalKind, name, password string) error {
-	if kind != KindUser && isMachineSecret(password) {
-		a.ring.dummyMachineCheck(name, password)
-	} else if err := a.hasher.verifyDummy(ctx, password); err != nil {
+func (a *Authenticator) failUnknown(ctx context.Context, kind PrincipalKind, name string, pw secret.Presented) error {
+	if pw.Machine {
+		a.ring.dummyMachineCheck(name, pw.Text)
+	} else if err := a.hasher.verifyDummy(ctx, pw.Text); err != nil {
 		return err
 	}
 	a.emit(ctx, Event{Type: EventLoginFailed, Kind: kind, Name: safeName(name)})
@@ -690,6 +691,25 @@ func (t loginTarget) grantedEvent() EventType {
 		return *t.granted
 	}
 	return EventLoginSucceeded
+}
+
+// identified is a stored credential as a login identified its format
+// (see hashfmt.Identify), so that it is identified once: the host path
+// identifies what it reads, and the rest of the login reuses it for the
+// same credential.
+type identified struct {
+	hash string
+	as   hashfmt.Format
+	ok   bool
+}
+
+// format is the format of the stored credential hash: as identified when
+// it is the one identified, else identified now.
+func (r identified) format(hash string) hashfmt.Format {
+	if r.ok && r.hash == hash {
+		return r.as
+	}
+	return hashfmt.Identify(hash)
 }
 
 // errHashChanged stops a grant whose account got another password hash
@@ -729,15 +749,17 @@ var errHashChangedTooOften = fmt.Errorf("%w: the password changed during the log
 //     nor under a generation that a concurrent revocation moved past.
 //
 // grant gets the time to put in the token.
-func (a *Authenticator) login(ctx context.Context, t loginTarget, password string,
+func (a *Authenticator) login(ctx context.Context, t loginTarget, pw secret.Presented,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
 	// The login waits for its turn first; its deadline, for its Store
 	// calls and hooks, starts once it has one, so that a login that waited
 	// behind a burst still has the whole of StoreTimeout. The queue's own
 	// bound, QueueTimeout, bounds the wait.
 	parent := ctx
+	var read identified
 	if t.read != nil {
-		if handled, err := a.loginHostTurn(parent, t, password, admit, grant); handled {
+		handled, err := a.loginHostTurn(parent, t, pw, &read, admit, grant)
+		if handled {
 			return err
 		}
 	}
@@ -764,7 +786,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		a.emit(ctx, Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
 		return err
 	case errors.Is(err, ErrNotFound):
-		a.hasher.checkDummy(password)
+		a.hasher.checkDummy(pw.Text)
 		a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 		return t.unknown
 	case err != nil:
@@ -774,8 +796,8 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 	for changes := 0; ; changes++ {
 		left := time.Until(deadline)
 		hashed := time.Now()
-		format := hashfmt.Identify(hash)
-		ok, upgrade, err := a.checkCredential(parent, t, format, hash, password, &held)
+		format := read.format(hash)
+		ok, upgrade, err := a.checkCredential(parent, t, format, hash, pw.Text, &held)
 		if err != nil {
 			return err
 		}
@@ -788,7 +810,7 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 		// The hash's own time, and its wait for the slots of its
 		// threads, do not count against the deadline.
 		deadline = deadline.Add(time.Since(hashed))
-		current, err := a.admitAndGrant(parent, left, t, hash, a.newCredential(t, format, password, upgrade), client, admit, grant)
+		current, err := a.admitAndGrant(parent, left, t, hash, a.newCredential(t, format, pw, upgrade), client, admit, grant)
 		switch {
 		case errors.Is(err, errHashChanged) && changes < maxHashChanges:
 			hash = current
@@ -811,14 +833,14 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, password strin
 // A login granted from the cache of machine credentials (see
 // hostCredential) reads no Store and takes no turn: it costs a digest and
 // a signature.
-func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, secret string,
+func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, pw secret.Presented, read *identified,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
 	client := clientKey(parent)
-	if e := a.cachedHost(t.name, client, a.now()); e != nil && e.checks(t.name, secret) {
+	if e := a.cachedHost(t.name, client, a.now()); e != nil && e.checks(t.name, pw.Text) {
 		// Such a grant writes nothing, and its one call out, admit (a
 		// hook that the Store guard runs under StoreTimeout of its own),
 		// needs no deadline from here: the login arms no timer.
-		_, err := a.grantMachine(parent, t, e.account(t.name, client), secret, false, client, nil, admit, grant)
+		_, err := a.grantMachine(parent, t, e.account(t.name, client), pw, false, client, nil, admit, grant)
 		return true, err
 	}
 	if err := a.hostGate.Acquire(parent, a.hostEntrant(parent, t, client)); err != nil {
@@ -827,7 +849,7 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, sec
 	defer a.hostGate.Release(1)
 	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
-	handled, err = a.loginMachine(ctx, t, secret, admit, grant)
+	handled, err = a.loginMachine(ctx, t, pw, read, admit, grant)
 	if handled && err == nil {
 		// The host's next logins from client wait with the known at the
 		// host gate. One granted from the cache is known already: the
@@ -875,7 +897,10 @@ func (a *Authenticator) admitAndGrant(parent context.Context, left time.Duration
 // verdict unless its failure is recorded, so a Store that cannot record
 // answers a wrong secret 503, never 401. docs/security.md
 // says why this keeps every guarantee of the count before the check.
-func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret string,
+//
+// read is what it read and identified of a stored credential that is no
+// machine-secret digest, for the rest of the login.
+func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, pw secret.Presented, read *identified,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
 	client := clientKey(ctx)
 	for changes := 0; changes <= maxHashChanges; changes++ {
@@ -884,6 +909,7 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 		var format hashfmt.Format
 		if err == nil {
 			format = hashfmt.Identify(*acc.hash)
+			*read = identified{hash: *acc.hash, as: format, ok: true}
 			// What other replicas made known places this one's logins too.
 			a.rememberKnown(t.name, *acc.clients)
 		}
@@ -891,8 +917,8 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 			a.dropHost(t.name, false)
 		}
 		switch {
-		case errors.Is(err, ErrNotFound) && isMachineSecret(secret):
-			a.ring.dummyMachineCheck(t.name, secret)
+		case errors.Is(err, ErrNotFound) && pw.Machine:
+			a.ring.dummyMachineCheck(t.name, pw.Text)
 			// The store work of a wrong secret's count (countFailure): an
 			// update, which a SQLStore commits for a missing record too,
 			// so that the answer's time does not tell which ids are held,
@@ -915,7 +941,7 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 			return true, &RetryError{Reason: ErrThrottled, RetryAfter: wait}
 		}
 		hash := *acc.hash
-		ok, upgrade, err := a.checkMachine(t, hash, secret)
+		ok, upgrade, err := a.checkMachine(t, hash, pw.Text)
 		if err != nil {
 			return true, err
 		}
@@ -925,7 +951,7 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 			// queued write leaves it (seeded), or else drops it.
 			clean := !upgrade && !grantChanges(acc, client)
 			var seeded bool
-			seeded, err = a.grantMachine(ctx, t, acc, secret, upgrade, client, &cache, admit, grant)
+			seeded, err = a.grantMachine(ctx, t, acc, pw, upgrade, client, &cache, admit, grant)
 			switch {
 			case clean && err == nil:
 				a.keepHost(cache, t.name, acc)
@@ -957,7 +983,7 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, secret 
 // the Store is failing to take writes; seeded reports whether the cache
 // holds it once the login is granted. A write made by the login itself
 // keeps it only if made.
-func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc account, secret string, upgrade bool,
+func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc account, pw secret.Presented, upgrade bool,
 	client string, cache *hostCacheState, admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (seeded bool, err error) {
 	if admit != nil {
 		if err := admit(ctx); err != nil {
@@ -968,7 +994,7 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 	credential := ""
 	if write {
 		// Only a machine digest, checked or cached, is granted here.
-		credential = a.newCredential(t, hashfmt.MachineDigest, secret, upgrade)
+		credential = a.newCredential(t, hashfmt.MachineDigest, pw, upgrade)
 		if a.writes == nil {
 			_, err := a.grantLogin(ctx, t, *acc.hash, credential, client, grant)
 			return false, err
@@ -1045,14 +1071,14 @@ func credentialFault(t loginTarget, err error) error {
 // secret's digest; a password hash weaker than a new one would be is
 // hashed again. format is that of the credential stored, as identified
 // for its check. The caller of an argon2id run holds a hashing slot.
-func (a *Authenticator) newCredential(t loginTarget, format hashfmt.Format, secret string, upgrade bool) string {
+func (a *Authenticator) newCredential(t loginTarget, format hashfmt.Format, pw secret.Presented, upgrade bool) string {
 	switch {
-	case t.read != nil && (upgrade || format != hashfmt.MachineDigest) && isMachineSecret(secret):
-		return a.ring.digestMachineSecret(t.name, secret)
+	case pw.Machine && (upgrade || format != hashfmt.MachineDigest):
+		return a.ring.digestMachineSecret(t.name, pw.Text)
 	case !upgrade:
 		return ""
 	}
-	hash, err := a.hasher.hashHeld(secret)
+	hash, err := a.hasher.hashHeld(pw.Text)
 	if err != nil {
 		a.log.Warn("password hash upgrade skipped", "kind", string(t.kind), "name", t.name, "err", err)
 		return ""
@@ -1208,9 +1234,9 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 	if macErr != nil {
 		return "", "", macErr
 	}
-	password, pwErr := preparePassword(password)
+	pw, pwErr := secret.Prepare(password, true)
 	if err := errors.Join(idErr, pwErr); err != nil {
-		if err := a.failUnknown(ctx, kind, id, password); !errors.Is(err, ErrInvalidCredentials) {
+		if err := a.failUnknown(ctx, kind, id, pw); !errors.Is(err, ErrInvalidCredentials) {
 			return "", "", err
 		}
 		return "", "", ErrUnknownHost
@@ -1226,7 +1252,7 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 		admitHost = func(ctx context.Context) error { return admit(ctx, id) }
 	}
 	var tok, registered string
-	err := a.login(ctx, t, password, admitHost, func(acc account, iat time.Time) error {
+	err := a.login(ctx, t, pw, admitHost, func(acc account, iat time.Time) error {
 		h := acc.host
 		registered = h.MACAddress
 		if a.cfg.RefuseMACChange && h.MACAddress != "" && mac != h.MACAddress {
@@ -1247,7 +1273,7 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 	if registered != "" && mac != "" && mac != registered {
 		a.emit(ctx, Event{Type: EventHostMACChanged, Kind: kind, Name: id})
 	}
-	if isMachineSecret(password) {
+	if pw.Machine {
 		// A machine secret costs a digest, no hash: its attempt is given
 		// back every time, so that a fleet's back-to-back logins are not
 		// slowed, and a flood of them takes no hashing turn.
