@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/secret"
 	"github.com/nmauth/nmauth/internal/state"
 )
 
@@ -165,7 +166,7 @@ func (a *Authenticator) newHostCredential(ctx context.Context, id, password stri
 	if err != nil {
 		return "", err
 	}
-	if isMachineSecret(pw) {
+	if secret.IsMachine(pw) {
 		return a.ring.digestMachineSecret(id, pw), nil
 	}
 	return a.hasher.hash(ctx, pw)

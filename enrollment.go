@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/nmauth/nmauth/internal/secret"
 	"slices"
 	"strings"
 	"time"
@@ -291,7 +292,7 @@ func (a *Authenticator) joiningHost(id, mac, password string) (Host, string, err
 	if err != nil {
 		return Host{}, "", err
 	}
-	if !isMachineSecret(pw) {
+	if !secret.IsMachine(pw) {
 		return Host{}, "", errWeakHostSecret
 	}
 	h := Host{ID: id, MACAddress: mac, CreatedAt: a.now()}

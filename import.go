@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nmauth/nmauth/internal/hashfmt"
+	"github.com/nmauth/nmauth/internal/secret"
 )
 
 // ImportedUser is a user account brought over from another system with
@@ -225,7 +226,7 @@ func (a *Authenticator) importHost(ctx context.Context, in ImportedHost, write b
 		return r, Host{}, fmt.Errorf("%w: a host needs its password or its password hash", ErrInvalidImport)
 	}
 	hash, weak, err := a.importedCredential(ctx, in.PasswordHash, in.Password, write, func(pw string) (string, error) {
-		if isMachineSecret(pw) {
+		if secret.IsMachine(pw) {
 			return a.ring.digestMachineSecret(id, pw), nil
 		}
 		return a.hasher.hash(ctx, pw)

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/nmauth/nmauth/internal/secret"
 	"log/slog"
 	"unicode/utf8"
 )
@@ -73,7 +74,7 @@ func masterKeyWeakness(key string) (reason string, weak bool) {
 		return "it is the well-known default", false
 	case utf8.RuneCountInString(key) < minMasterKeyLen:
 		return fmt.Sprintf("it is shorter than %d characters", minMasterKeyLen), false
-	case !isMachineSecret(key):
+	case !secret.IsMachine(key):
 		return "fewer than 128 bits by the rule of machine secrets: a pattern, words, " +
 			"or characters outside hex, base32, base62 and base64", true
 	}

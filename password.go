@@ -8,12 +8,11 @@ import (
 	"runtime"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nmauth/nmauth/internal/hashfmt"
+	"github.com/nmauth/nmauth/internal/secret"
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
-	"golang.org/x/text/secure/precis"
 )
 
 // The argon2id parameters of new hashes, named here for the root's own
@@ -26,7 +25,7 @@ const (
 // Password length bounds, in bytes after PRECIS preparation.
 const (
 	minPasswordLen = 8
-	maxPasswordLen = 1024
+	maxPasswordLen = secret.MaxLen
 )
 
 const (
@@ -241,29 +240,29 @@ func checkPasswordPolicy(password string) (string, error) {
 	return p, nil
 }
 
-// preparePassword applies the PRECIS OpaqueString profile (RFC 8265): the
-// same password typed on another keyboard, with a non-ASCII space or in
-// another Unicode normal form, prepares to the same string. It is used at
-// login, where the length policy is not checked again, so that a password
-// set under it still matches. The error never contains the password.
+// preparePassword prepares a password by the PRECIS OpaqueString profile
+// (see [secret.PreparePassword]): the same password typed on another
+// keyboard, with a non-ASCII space or in another Unicode normal form,
+// prepares to the same string. It is used at login, where the length
+// policy is not checked again, so that a password set under it still
+// matches. The error never contains the password.
 func preparePassword(password string) (string, error) {
-	if password == "" {
-		return "", fmt.Errorf("%w: empty; a password is required", ErrInvalidPassword)
-	}
-	if printableASCII(password) {
-		// OpaqueString keeps every printable ASCII character as it is
-		// (TestPreparePasswordPrintableASCII), and a machine's password
-		// is one on every login: the profile's work is spared.
-		return password, nil
-	}
-	// The PRECIS package turns each invalid byte into U+FFFD, which would
-	// make distinct byte strings the same password.
-	if !utf8.ValidString(password) {
-		return "", fmt.Errorf("%w: not valid UTF-8", ErrInvalidPassword)
-	}
-	p, err := precis.OpaqueString.String(password)
+	p, err := secret.PreparePassword(password)
 	if err != nil {
-		return "", fmt.Errorf("%w: it holds a character no password may hold, such as a control character (PRECIS OpaqueString)", ErrInvalidPassword)
+		return "", fmt.Errorf("%w: %w", ErrInvalidPassword, err)
 	}
 	return p, nil
+}
+
+// present prepares the secret a login of kind presents and classifies it,
+// once, at the door (see internal/secret): a host's may be a machine
+// secret, a user's is a password. The login carries what it returns down.
+// A secret that cannot be prepared comes back as presented, a password,
+// with an error wrapping [ErrInvalidPassword].
+func present(kind PrincipalKind, raw string) (secret.Presented, error) {
+	pw, err := secret.Prepare(raw, kind != KindUser)
+	if err != nil {
+		return pw, fmt.Errorf("%w: %w", ErrInvalidPassword, err)
+	}
+	return pw, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/nmauth/nmauth/internal/secret"
 	"strings"
 )
 
@@ -73,7 +74,7 @@ func decodeSecret(s string) ([]byte, error) {
 	if len(b) < minSecretLen {
 		return nil, fmt.Errorf("%d bytes, need at least %d", len(b), minSecretLen)
 	}
-	if why := secretWeakness(s, alphabet, b); why != "" {
+	if why := secret.Weakness(s, alphabet, b); why != "" {
 		return nil, fmt.Errorf("does not look random: %s; %s", why, secretAdvice)
 	}
 	return b, nil
@@ -87,3 +88,6 @@ func decodeBase64(s string) ([]byte, error) {
 	}
 	return nil, errors.New("not base64")
 }
+
+// secretAdvice ends every error about a root secret that is not random.
+const secretAdvice = "make one with: openssl rand -base64 32 (or head -c 32 /dev/urandom | base64)"

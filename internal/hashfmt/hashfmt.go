@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
@@ -47,9 +48,23 @@ const (
 // MachineDigestPrefix starts the stored form of a machine secret.
 const MachineDigestPrefix = "$nmauth-hmac-sha256$k="
 
+// observer, when set, is called once for each credential Identify names.
+var observer atomic.Pointer[func()]
+
+// Observe has f called once for each stored credential [Identify] names,
+// until the function it returns is called; tests count identifications
+// with it.
+func Observe(f func()) (stop func()) {
+	observer.Store(&f)
+	return func() { observer.Store(nil) }
+}
+
 // Identify names the format of a stored credential from its prefix alone,
 // without parsing or spending any work on it.
 func Identify(encoded string) Format {
+	if f := observer.Load(); f != nil {
+		(*f)()
+	}
 	switch {
 	case strings.HasPrefix(encoded, Argon2idPrefix):
 		return Argon2id

@@ -1,14 +1,11 @@
-package nmauth
+package secret
 
 import (
 	"math"
 	"strings"
 )
 
-// secretAdvice ends every error about a root secret that is not random.
-const secretAdvice = "make one with: openssl rand -base64 32 (or head -c 32 /dev/urandom | base64)"
-
-// secretWeakness says why a root secret read from text does not look drawn
+// Weakness says why a root secret read from text does not look drawn
 // at random, or returns "". text is the secret as written, alphabet the
 // number of symbols of its encoding (16 for hex, 64 for base64) and b the
 // bytes it decodes to. The tests, each of which a secret of 32 random
@@ -26,7 +23,7 @@ const secretAdvice = "make one with: openssl rand -base64 32 (or head -c 32 /dev
 //     happen to read as base64.
 //
 // They catch the usual mistakes, not every secret a person made up.
-func secretWeakness(text string, alphabet int, b []byte) string {
+func Weakness(text string, alphabet int, b []byte) string {
 	text = strings.TrimRight(text, "=")
 	if alphabet == 16 {
 		text = strings.ToLower(text) // hex reads both cases alike
@@ -36,7 +33,7 @@ func secretWeakness(text string, alphabet int, b []byte) string {
 		return "it has too few distinct characters (a short alphabet or a repeated pattern)"
 	case float64(distinct(b)) < halfExpectedDistinct(len(b), 256):
 		return "its bytes repeat too much"
-	case printableASCII(b):
+	case PrintableASCII(b):
 		return "it decodes to printable text, not random bytes"
 	case alphabet == 64 && mostlyOneCase(text):
 		return "it is mostly letters of one case, like words"
@@ -60,17 +57,6 @@ func distinct(b []byte) int {
 		}
 	}
 	return n
-}
-
-// printableASCII reports whether b is made of printable ASCII characters
-// (space to tilde) only.
-func printableASCII[T string | []byte](b T) bool {
-	for i := 0; i < len(b); i++ {
-		if b[i] < ' ' || b[i] > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // mostlyOneCase reports whether nine in ten characters of base64 text or
