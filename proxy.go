@@ -57,7 +57,7 @@ func (w *proxyWatch) forwarded(r *http.Request, peer netip.Addr, now time.Time) 
 // most attempts touch no shared word but the minute's total.
 func (w *proxyWatch) attempt(b *clientBucket, addr netip.Addr, ns int64) {
 	minute := uint64(ns / int64(time.Minute))
-	n := b.seen.add(minute)
+	n := b.Value.add(minute)
 	total := w.attempts.add(minute)
 	if n < oneAddressAttempts || n&(n-1) != 0 || 2*n <= total {
 		return
