@@ -22,7 +22,7 @@ import (
 type clientLimiter struct {
 	trusted []netip.Prefix
 	// buckets is nil when the limit is off.
-	buckets *limit.Limiter[minuteCount]
+	buckets *limit.Limiter
 	watch   proxyWatch
 	// wrongBearersUntil is when no client can be past its limit any more
 	// by wrong bearer credentials; 0 once that time has passed (see
@@ -30,9 +30,9 @@ type clientLimiter struct {
 	wrongBearersUntil atomic.Int64
 }
 
-// clientBucket is one address's bucket; its Value counts the address's
+// clientBucket is one address's bucket; its Seen counts the address's
 // attempts of the current minute, for proxyWatch.
-type clientBucket = limit.Bucket[minuteCount]
+type clientBucket = limit.Bucket
 
 func newClientLimiter(cfg Config) *clientLimiter {
 	l := &clientLimiter{
@@ -40,7 +40,7 @@ func newClientLimiter(cfg Config) *clientLimiter {
 		watch:   proxyWatch{log: cfg.Logger},
 	}
 	if cfg.ClientRate >= 0 {
-		l.buckets = limit.New[minuteCount](cfg.ClientRate, cfg.ClientBurst, cfg.Now())
+		l.buckets = limit.New(cfg.ClientRate, cfg.ClientBurst, cfg.Now())
 	}
 	return l
 }

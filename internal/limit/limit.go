@@ -3,7 +3,6 @@
 // bounded in addresses, with a right credential's attempt given back. It
 // knows nothing of requests or accounts beyond what its caller tells of
 // each attempt: the address, the time, and a hash of the account proved.
-// Each bucket carries a value V of the caller's, one per address.
 package limit
 
 import (
@@ -34,11 +33,11 @@ import (
 // least likely to come back (W-TinyLFU), one at a time: a busy address,
 // an attacker's included, keeps its bucket while addresses seen once
 // come and go.
-type Limiter[V any] struct {
+type Limiter struct {
 	// interval is the time one attempt costs, in nanoseconds; span is
 	// how far ahead of now tat may run, burst intervals.
 	interval, span int64
-	buckets        *otter.Cache[netip.Addr, *Bucket[V]]
+	buckets        *otter.Cache[netip.Addr, *Bucket]
 	clock          *attemptClock
 }
 
@@ -57,32 +56,33 @@ const bucketSlack = time.Second + clockStep
 
 // New returns a limiter of rate attempts a second after a burst of burst
 // (at least one), whose clock starts at now.
-func New[V any](rate float64, burst int, now time.Time) *Limiter[V] {
+func New(rate float64, burst int, now time.Time) *Limiter {
 	burst = max(burst, 1)
 	// The bound keeps span within int64 whatever rate is configured.
 	interval := min(float64(time.Second)/rate, float64(math.MaxInt64/4)/float64(burst))
-	l := &Limiter[V]{interval: int64(interval), clock: &attemptClock{}}
+	l := &Limiter{interval: int64(interval), clock: &attemptClock{}}
 	l.span = l.interval * int64(burst)
 	life := time.Duration(l.span) + bucketSlack
 	l.clock.ns.Store(now.UnixNano())
-	l.buckets = otter.Must(&otter.Options[netip.Addr, *Bucket[V]]{
+	l.buckets = otter.Must(&otter.Options[netip.Addr, *Bucket]{
 		MaximumSize:      MaxClients,
-		ExpiryCalculator: otter.ExpiryAccessing[netip.Addr, *Bucket[V]](life),
+		ExpiryCalculator: otter.ExpiryAccessing[netip.Addr, *Bucket](life),
 		Clock:            l.clock,
 	})
 	return l
 }
 
 // Bucket is one address's bucket.
-type Bucket[V any] struct {
+type Bucket struct {
 	// tat is the theoretical arrival time, in Unix nanoseconds.
 	tat atomic.Int64
 	// gave is the accounts whose right logins gave their attempt back
 	// lately; nil until one did. mu guards it.
 	mu   sync.Mutex
 	gave *[giveBackMemory]gaveBack
-	// Value is the caller's, zero in a new bucket.
-	Value V
+	// Seen is the caller's count of the address's attempts of the current
+	// minute, zero in a new bucket: Take does not count there.
+	Seen MinuteCount
 }
 
 // gaveBack is one account whose right login gave its attempt back, and
@@ -109,12 +109,12 @@ const (
 // Take counts an attempt of addr at now. It returns addr's bucket and how
 // long the client must wait before the attempt would be allowed, zero
 // when it is allowed and counted.
-func (l *Limiter[V]) Take(addr netip.Addr, now time.Time) (*Bucket[V], time.Duration) {
+func (l *Limiter) Take(addr netip.Addr, now time.Time) (*Bucket, time.Duration) {
 	ns := now.UnixNano()
 	l.clock.advance(ns)
 	b, ok := l.buckets.GetIfPresent(addr)
 	if !ok {
-		b, _ = l.buckets.SetIfAbsent(addr, new(Bucket[V]))
+		b, _ = l.buckets.SetIfAbsent(addr, new(Bucket))
 	}
 	for {
 		tat := b.tat.Load()
@@ -130,7 +130,7 @@ func (l *Limiter[V]) Take(addr netip.Addr, now time.Time) (*Bucket[V], time.Dura
 
 // Wait returns how long addr must wait at now before its next attempt
 // would be allowed, without counting one.
-func (l *Limiter[V]) Wait(addr netip.Addr, now time.Time) time.Duration {
+func (l *Limiter) Wait(addr netip.Addr, now time.Time) time.Duration {
 	b, ok := l.buckets.GetIfPresent(addr)
 	if !ok {
 		return 0
@@ -142,14 +142,14 @@ func (l *Limiter[V]) Wait(addr netip.Addr, now time.Time) time.Duration {
 // Interval is the time one attempt costs: a bucket's tat runs at most a
 // burst ahead, so an address is no longer refused an interval after an
 // allowed attempt, and an interval after the wait of a refused one.
-func (l *Limiter[V]) Interval() time.Duration { return time.Duration(l.interval) }
+func (l *Limiter) Interval() time.Duration { return time.Duration(l.interval) }
 
 // GiveBack returns the attempt that Take allowed in b at an earlier time,
 // after it proved a right credential of account (a hash of it; 0 when
 // the proof names none), unless that account had one given back from this
 // address within giveBackWindow. It never fills the bucket beyond full, so
 // a client gains nothing by it but the attempt it spent.
-func (l *Limiter[V]) GiveBack(b *Bucket[V], now time.Time, account uint64) {
+func (l *Limiter) GiveBack(b *Bucket, now time.Time, account uint64) {
 	ns := now.UnixNano()
 	if account != 0 && !b.firstGiveBack(account, ns) {
 		return
@@ -164,7 +164,7 @@ func (l *Limiter[V]) GiveBack(b *Bucket[V], now time.Time, account uint64) {
 
 // firstGiveBack reports whether account had no attempt given back from
 // b's address within giveBackWindow of ns, and notes it as given now.
-func (b *Bucket[V]) firstGiveBack(account uint64, ns int64) bool {
+func (b *Bucket) firstGiveBack(account uint64, ns int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.gave == nil {
@@ -185,7 +185,7 @@ func (b *Bucket[V]) firstGiveBack(account uint64, ns int64) bool {
 
 // Len is the number of addresses the limiter holds a bucket for, an
 // estimate while buckets are added or expire.
-func (l *Limiter[V]) Len() int { return l.buckets.EstimatedSize() }
+func (l *Limiter) Len() int { return l.buckets.EstimatedSize() }
 
 // attemptClock is the clock of the buckets' cache: the time of the latest
 // attempt, by the caller's clock, moved on in steps of at least clockStep.
@@ -210,3 +210,29 @@ func (c *attemptClock) NowNano() int64 { return c.ns.Load() }
 
 // Tick paces the cache's periodic removal of expired buckets.
 func (c *attemptClock) Tick(d time.Duration) <-chan time.Time { return time.Tick(d) }
+
+// MinuteCount counts events in the current minute in one atomic word:
+// the minute's number (modulo 2^minuteBits) in the high bits, the count
+// in the low ones. The first event of a new minute starts it at one.
+type MinuteCount struct{ v atomic.Uint64 }
+
+const (
+	minuteBits = 24
+	countBits  = 64 - minuteBits
+	countMask  = 1<<countBits - 1
+)
+
+// Add counts one event of minute and returns the minute's count.
+func (c *MinuteCount) Add(minute uint64) uint64 {
+	tag := minute << countBits
+	for {
+		old := c.v.Load()
+		next := tag | 1
+		if old&^countMask == tag && old&countMask < countMask {
+			next = old + 1
+		}
+		if c.v.CompareAndSwap(old, next) {
+			return next & countMask
+		}
+	}
+}

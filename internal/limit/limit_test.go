@@ -13,8 +13,8 @@ var start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // testLimiter is a limiter of 1 attempt a second after a burst of 20,
 // nmauth's defaults, whose clock starts at now.
-func testLimiter(now time.Time) *Limiter[struct{}] {
-	return New[struct{}](1, 20, now)
+func testLimiter(now time.Time) *Limiter {
+	return New(1, 20, now)
 }
 
 // nthAddr is the n-th of a run of distinct IPv4 addresses.
@@ -24,7 +24,7 @@ func nthAddr(n int) netip.Addr {
 
 // spend takes attempts of addr until one is refused and returns how many
 // were allowed.
-func spend(l *Limiter[struct{}], addr netip.Addr, now time.Time) int {
+func spend(l *Limiter, addr netip.Addr, now time.Time) int {
 	n := 0
 	for {
 		if _, wait := l.Take(addr, now); wait > 0 {
@@ -207,5 +207,24 @@ func TestWait(t *testing.T) {
 	}
 	if w := l.Wait(addr, now.Add(l.Interval())); w != 0 {
 		t.Errorf("an interval later the address still waits %v", w)
+	}
+}
+
+// TestMinuteCount checks that a count starts again at one with each new
+// minute, and counts on within one.
+func TestMinuteCount(t *testing.T) {
+	var c MinuteCount
+	for i := uint64(1); i <= 3; i++ {
+		if n := c.Add(7); n != i {
+			t.Fatalf("event %d of a minute counted %d", i, n)
+		}
+	}
+	if n := c.Add(8); n != 1 {
+		t.Errorf("the first event of the next minute counted %d", n)
+	}
+	// The minute's number is kept modulo 2^minuteBits: 2^24 minutes
+	// (32 years) later is taken for the same minute.
+	if n := c.Add(8 + 1<<minuteBits); n != 2 {
+		t.Errorf("a minute 2^%d later counted %d, want 2", minuteBits, n)
 	}
 }
