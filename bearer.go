@@ -149,7 +149,7 @@ func (l *clientLimiter) wrongBearer(client netip.Addr, now time.Time) time.Durat
 	if l.buckets == nil {
 		return 0
 	}
-	until := now.UnixNano() + int64(wait) + l.interval
+	until := now.UnixNano() + int64(wait+l.buckets.Interval())
 	for {
 		cur := l.wrongBearersUntil.Load()
 		if cur >= until || l.wrongBearersUntil.CompareAndSwap(cur, until) {
@@ -172,11 +172,7 @@ func (l *clientLimiter) throttled(client netip.Addr, now time.Time) time.Duratio
 		l.wrongBearersUntil.CompareAndSwap(until, 0)
 		return 0
 	}
-	b, ok := l.buckets.GetIfPresent(client)
-	if !ok {
-		return 0
-	}
-	return time.Duration(max(max(b.tat.Load(), ns)+l.interval-ns-l.span, 0))
+	return l.buckets.Wait(client, now)
 }
 
 func (a *Authenticator) parseBearer(token string) (Principal, error) {

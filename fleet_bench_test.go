@@ -131,7 +131,7 @@ func BenchmarkFleetBearer(b *testing.B) {
 			})
 		}
 		b.Run(size.name+"/memory-read", func(b *testing.B) {
-			benchMemoryRead(b, len(cached.tokens.table.Load().slots))
+			benchMemoryRead(b, cached.tokens.Slots())
 		})
 		runtime.KeepAlive(inTurn)
 	}

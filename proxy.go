@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/limit"
 )
 
 // clientStats is what the per-client limit counted; see the fields of
@@ -27,7 +29,7 @@ type proxyWatch struct {
 	log *slog.Logger
 	// attempts counts the attempts of the current minute, of every
 	// address.
-	attempts minuteCount
+	attempts limit.MinuteCount
 	// untrusted and oneAddress count the signs; untrustedLogged and
 	// oneAddressLogged are the minute of the last line about each, plus
 	// one.
@@ -57,8 +59,8 @@ func (w *proxyWatch) forwarded(r *http.Request, peer netip.Addr, now time.Time) 
 // most attempts touch no shared word but the minute's total.
 func (w *proxyWatch) attempt(b *clientBucket, addr netip.Addr, ns int64) {
 	minute := uint64(ns / int64(time.Minute))
-	n := b.seen.add(minute)
-	total := w.attempts.add(minute)
+	n := b.Seen.Add(minute)
+	total := w.attempts.Add(minute)
 	if n < oneAddressAttempts || n&(n-1) != 0 || 2*n <= total {
 		return
 	}
@@ -90,31 +92,5 @@ func (w *proxyWatch) stats() clientStats {
 	return clientStats{
 		ForwardedUntrusted: w.untrusted.Load(),
 		OneAddressMinutes:  w.oneAddress.Load(),
-	}
-}
-
-// minuteCount counts events in the current minute in one atomic word:
-// the minute's number (modulo 2^minuteBits) in the high bits, the count
-// in the low ones. The first event of a new minute starts it at one.
-type minuteCount struct{ v atomic.Uint64 }
-
-const (
-	minuteBits = 24
-	countBits  = 64 - minuteBits
-	countMask  = 1<<countBits - 1
-)
-
-// add counts one event of minute and returns the minute's count.
-func (c *minuteCount) add(minute uint64) uint64 {
-	tag := minute << countBits
-	for {
-		old := c.v.Load()
-		next := tag | 1
-		if old&^countMask == tag && old&countMask < countMask {
-			next = old + 1
-		}
-		if c.v.CompareAndSwap(old, next) {
-			return next & countMask
-		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // a run in turn. At 1,000 addresses every bucket is found and, past its
 // burst, refuses; at 1,000,000 the calls come faster than buckets expire,
 // so each meets an address the limiter holds no bucket for and, past
-// maxLimitedClients, makes room by dropping one. The parallel runs call
+// limit.MaxClients, makes room by dropping one. The parallel runs call
 // from every P, each from its own point of the run. cpu-ns/op is the
 // process's CPU time per attempt, both cores' in the parallel runs.
 func BenchmarkClientLimit(b *testing.B) {

@@ -88,11 +88,8 @@ func (a *Authenticator) Stats() Stats {
 }
 
 func (c *tokenCache) stats() CacheStats {
-	if c.door == nil {
-		return CacheStats{}
-	}
-	s := c.counts.Snapshot()
-	return CacheStats{Hits: s.Hits, Misses: s.Misses, Size: int(c.count.Load())}
+	hits, misses, size := c.Stats()
+	return CacheStats{Hits: hits, Misses: misses, Size: size}
 }
 
 // stats derives the hits from the token cache's (see statusCache.misses).

@@ -2,84 +2,36 @@ package nmauth
 
 import (
 	"encoding/binary"
-	"hash/maphash"
 	"math"
-	"math/bits"
-	"math/rand/v2"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"github.com/maypok86/otter/v2/stats"
+	"github.com/nmauth/nmauth/internal/tokencache"
 )
 
 // tokenCache remembers the principal of bearer tokens that verified, until
 // they expire, so the check on every request costs a hash and a lookup
-// rather than a parse. Only tokens whose signature was verified are
-// stored.
+// rather than a parse (see internal/tokencache, which holds the table and
+// its doorkeeper). Only tokens whose signature was verified are stored, on
+// their second verification.
 //
-// It is one array of slots, open addressing with linear probing: a
-// token's key (a 64-bit hash under a seed drawn at random by each process)
-// picks its home slot, and the token is in the first slot from there on
-// that holds its key, before the first empty one. A slot holds all that a
-// hit reads, in 88 bytes: the key, the signature and the principal's
-// compact fields, its strings by their address (one allocation per token,
-// which a hit returns without reading). So a hit reads the token's home
-// slot and, at the loads the table keeps, often a slot or two beside it,
-// and nothing else: at a million tokens, most of a check's cost is reads
-// that miss the processor's caches, and they are all in one place.
-//
-// Readers take no lock and write nothing but a striped hit counter. A
-// slot's version is odd while its writer changes it, and counts its
-// writes in 64 bits, so it never comes back to a value; a reader that
-// finds it odd, or changed, or the slot's key changed, once it has read
-// the slot, misses rather than waits (the token is then parsed). Every
-// field is read and written atomically, so a hit returns the fields of
-// one write of the slot, whose signature, compared whole, is the token's. Writers take one mutex, and a check that finds
-// it held does not wait but leaves its token uncached. Slots are emptied
-// only by a new table, so a probe that meets an empty slot stops.
-//
-// The table starts small and grows by a quarter whenever four fifths of
-// it is in use, up to a quarter more slots than the cache holds tokens; a
-// new table takes every unexpired token of the old one. So while the cache
-// holds fewer tokens than its size, a token the doorkeeper admits is held
-// until it expires, unless another writer held the mutex (it is then
-// stored on a later check). Once it holds its size, a new token takes the slot of
-// an expired token on its path (from its home slot to the first empty
-// one), else of a live one drawn at random among the first eight there,
-// else (its home slot is empty) it stays uncached: no list is kept in
-// order of use, so a hit writes nothing.
-//
-// A token is stored on its second verification, not its first: the
-// doorkeeper remembers the tokens seen once lately, so that a fleet larger
-// than the cache, whose tokens come back only after the cache has
-// forgotten them, costs a parse per check and not also an insertion and an
-// eviction.
+// A slot of its table holds all that a hit reads, in 88 bytes: the key,
+// the signature and the principal's compact fields, its strings by their
+// address (one allocation per token, which a hit returns without
+// reading). A hit returns the fields of one write of the slot, whose
+// signature, compared whole, is the token's.
 type tokenCache struct {
-	table atomic.Pointer[tokenTable]
-	// size is the most tokens the cache holds; maxSlots the most slots
-	// its table grows to.
-	size, maxSlots int
-	seed           maphash.Seed
-	door           *doorkeeper
-	// mu is held by the writer of the table, which also sets count, the
-	// number of slots in use (expired entries among them).
-	mu     sync.Mutex
-	count  atomic.Int64
-	counts *stats.Counter
+	tokencache.Cache[tokenEntry, tokenSlotEntry, *tokenSlotEntry]
 }
 
-// tokenTable is the token cache's table, replaced whole when it grows.
-type tokenTable struct{ slots []tokenSlot }
+// tokenSlot is one token's place in the cache's table.
+type tokenSlot = tokencache.Slot[tokenSlotEntry]
 
-// tokenSlot is one token's place in the table: a key of 0 is an empty
-// slot. Every field is read and written atomically; version orders a
-// writer's changes with a reader's reads (see tokenCache).
-type tokenSlot struct {
-	key     atomic.Uint64
-	version atomic.Uint64
+// tokenSlotEntry is a tokenEntry as a slot holds it: every field is read
+// and written atomically.
+type tokenSlotEntry struct {
 	// sig is the token's signature (see tokenEntry), little-endian.
 	sig [4]atomic.Uint64
 	// The others are tokenEntry's.
@@ -90,46 +42,18 @@ type tokenSlot struct {
 	account    atomic.Pointer[accountRef[accountStatus]]
 }
 
-// home returns the index of key's home slot.
-func (t *tokenTable) home(key uint64) uint64 {
-	hi, _ := bits.Mul64(key, uint64(len(t.slots)))
-	return hi
-}
-
-// find returns the slot that holds key, or nil.
-func (t *tokenTable) find(key uint64) *tokenSlot {
-	n := uint64(len(t.slots))
-	for i, j := t.home(key), uint64(0); j < n; j++ {
-		s := &t.slots[i]
-		switch s.key.Load() {
-		case key:
-			return s
-		case 0:
-			return nil
-		}
-		if i++; i == n {
-			i = 0
-		}
-	}
-	return nil
-}
-
-// load reads the entry of s into e and reports whether it is the entry of
-// key as one write left it: false if a writer changed s meanwhile.
-func (s *tokenSlot) load(key uint64, e *tokenEntry) bool {
-	v := s.version.Load()
+// Load reads the entry of s.
+func (s *tokenSlotEntry) Load() (e tokenEntry) {
 	for i := range s.sig {
 		binary.LittleEndian.PutUint64(e.sig[8*i:], s.sig[i].Load())
 	}
 	e.issued, e.generation, e.meta = s.issued.Load(), s.generation.Load(), s.meta.Load()
 	e.ref, e.account = s.ref.Load(), s.account.Load()
-	return v&1 == 0 && s.key.Load() == key && s.version.Load() == v
+	return e
 }
 
-// store writes e under key into s. It is called with the cache's mu held,
-// or on a table no reader has yet.
-func (s *tokenSlot) store(key uint64, e *tokenEntry) {
-	s.version.Add(1)
+// Store writes e into s.
+func (s *tokenSlotEntry) Store(e tokenEntry) {
 	for i := range s.sig {
 		s.sig[i].Store(binary.LittleEndian.Uint64(e.sig[8*i:]))
 	}
@@ -138,13 +62,61 @@ func (s *tokenSlot) store(key uint64, e *tokenEntry) {
 	s.meta.Store(e.meta)
 	s.ref.Store(e.ref)
 	s.account.Store(e.account)
-	s.key.Store(key)
-	s.version.Add(1)
 }
 
-// expired reports whether the token in s has expired at now.
-func (s *tokenSlot) expired(now time.Time) bool {
+// Expired reports whether the token in s has expired at now.
+func (s *tokenSlotEntry) Expired(now time.Time) bool {
 	return int64(s.meta.Load()>>32) <= now.Unix()
+}
+
+// newTokenCache returns a cache of at most size tokens, or one that holds
+// none when size is negative.
+func newTokenCache(size int) *tokenCache {
+	c := new(tokenCache)
+	c.Init(size)
+	return c
+}
+
+// get returns the token's key, for put, and its entry if the token is in
+// the cache, else false. A disabled cache spends no hash. An entry is
+// returned whatever its expiry; the caller checks that, by the same clock
+// as an uncached token's.
+func (c *tokenCache) get(token string) (uint64, tokenEntry, bool) {
+	var e tokenEntry
+	if !c.On() {
+		return 0, e, false
+	}
+	return c.lookup(c.Key(token), token)
+}
+
+// lookup is get for the token of this key: an entry under the key is the
+// token's only if it brings the token's signature. It reads the slot
+// itself, with no call through the cache's type parameters.
+func (c *tokenCache) lookup(key uint64, token string) (uint64, tokenEntry, bool) {
+	if s, ver := c.Table().Find(key); s != nil {
+		if e := s.Value().Load(); s.Unchanged(key, ver) {
+			if sig, ok := tokenSignature(token); ok && sameSignature(&e.sig, &sig) {
+				c.Hit()
+				return key, e, true
+			}
+		}
+	}
+	c.Miss()
+	return key, tokenEntry{}, false
+}
+
+// put remembers a token that verified, with its principal and the places
+// of its standing, until it expires, if the token verified once before
+// lately; otherwise it notes the token in the doorkeeper only.
+func (c *tokenCache) put(key uint64, token string, p *Principal, account, tokenRef *accountRef[accountStatus], now time.Time) {
+	if !c.On() || !now.Before(p.ExpiresAt) || !c.Admit(key) {
+		return
+	}
+	sig, ok := tokenSignature(token)
+	if !ok {
+		return
+	}
+	c.Put(key, newTokenEntry(&sig, p, account, tokenRef), now)
 }
 
 // tokenEntry is what the token cache keeps of a token that verified: its
@@ -391,193 +363,4 @@ func sameSignature(a, b *[32]byte) bool {
 		x |= binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
 	}
 	return x == 0
-}
-
-// newTokenCache returns a cache of at most size tokens, or one that holds
-// none when size is negative.
-func newTokenCache(size int) *tokenCache {
-	if size <= 0 {
-		return &tokenCache{}
-	}
-	c := &tokenCache{
-		size:     size,
-		maxSlots: size + max(size/4, 1),
-		seed:     maphash.MakeSeed(),
-		door:     newDoorkeeper(size),
-		counts:   stats.NewCounter(),
-	}
-	c.table.Store(&tokenTable{slots: make([]tokenSlot, min(c.maxSlots, 512))})
-	return c
-}
-
-// key returns the token's key: never 0, the key of an empty slot.
-func (c *tokenCache) key(token string) uint64 {
-	return max(maphash.String(c.seed, token), 1)
-}
-
-// get returns the token's key, for put, and its entry if the token is in
-// the cache, else false. A disabled cache spends no hash. An entry is
-// returned whatever its expiry; the caller checks that, by the same clock
-// as an uncached token's.
-func (c *tokenCache) get(token string) (uint64, tokenEntry, bool) {
-	var e tokenEntry
-	if c.door == nil {
-		return 0, e, false
-	}
-	return c.lookup(c.key(token), token)
-}
-
-// lookup is get for the token of this key.
-func (c *tokenCache) lookup(key uint64, token string) (uint64, tokenEntry, bool) {
-	var e tokenEntry
-	if s := c.table.Load().find(key); s != nil && s.load(key, &e) {
-		if sig, ok := tokenSignature(token); ok && sameSignature(&e.sig, &sig) {
-			c.counts.RecordHits(1)
-			return key, e, true
-		}
-	}
-	c.counts.RecordMisses(1)
-	return key, tokenEntry{}, false
-}
-
-// put remembers a token that verified, with its principal and the places
-// of its standing, until it expires, if the token verified once before
-// lately; otherwise it notes the token in the doorkeeper only.
-func (c *tokenCache) put(key uint64, token string, p *Principal, account, tokenRef *accountRef[accountStatus], now time.Time) {
-	if c.door == nil || !now.Before(p.ExpiresAt) || !c.door.admit(key) {
-		return
-	}
-	sig, ok := tokenSignature(token)
-	if !ok || !c.mu.TryLock() {
-		return
-	}
-	defer c.mu.Unlock()
-	e := newTokenEntry(&sig, p, account, tokenRef)
-	t := c.table.Load()
-	if len(t.slots) < c.maxSlots && int(c.count.Load()) >= len(t.slots)*4/5 {
-		t = c.grow(t, now)
-	}
-	s, empty := t.slot(key, now, int(c.count.Load()) < c.size)
-	if s == nil {
-		return
-	}
-	s.store(key, &e)
-	if empty {
-		c.count.Add(1)
-	}
-}
-
-// slot returns the slot that key's entry is to take in t, and whether it
-// is empty: the key's own slot; else, if fill, the first empty one on its
-// path; else an expired entry's on its path; else, if not fill, a live
-// one's drawn at random among the first eight on its path. It returns nil
-// when there is none of these. It is called with c.mu held.
-func (t *tokenTable) slot(key uint64, now time.Time, fill bool) (*tokenSlot, bool) {
-	n := uint64(len(t.slots))
-	var expired *tokenSlot
-	var live [8]*tokenSlot
-	nlive := 0
-probe:
-	for i, j := t.home(key), uint64(0); j < n; j++ {
-		s := &t.slots[i]
-		switch k := s.key.Load(); {
-		case k == key:
-			return s, false
-		case k == 0:
-			if fill {
-				return s, true
-			}
-			break probe
-		case expired == nil && s.expired(now):
-			expired = s
-		case nlive < len(live):
-			live[nlive] = s
-			nlive++
-		}
-		if i++; i == n {
-			i = 0
-		}
-	}
-	switch {
-	case expired != nil:
-		return expired, false
-	case !fill && nlive > 0:
-		return live[rand.IntN(nlive)], false
-	}
-	return nil, false
-}
-
-// grow replaces t by a table with a quarter more slots, at most
-// c.maxSlots, that holds every unexpired entry of t, and returns it. It is
-// called with c.mu held, when t has fewer than c.maxSlots. Readers go on
-// reading t until the new table is in place.
-func (c *tokenCache) grow(t *tokenTable, now time.Time) *tokenTable {
-	n := &tokenTable{slots: make([]tokenSlot, min(len(t.slots)+max(len(t.slots)/4, 1), c.maxSlots))}
-	count := 0
-	var e tokenEntry
-	for i := range t.slots {
-		s := &t.slots[i]
-		key := s.key.Load()
-		if key == 0 || s.expired(now) {
-			continue
-		}
-		s.load(key, &e)
-		// n has more slots than t, so every entry finds an empty one.
-		if ns, _ := n.slot(key, now, true); ns != nil {
-			ns.store(key, &e)
-			count++
-		}
-	}
-	c.count.Store(int64(count))
-	c.table.Store(n)
-	return n
-}
-
-// doorkeeper is a Bloom filter of the token digests seen lately: it
-// answers whether a digest was added since it last cleared itself, which
-// it does after as many additions as the cache has room for. It may answer
-// yes for a digest never added (about once in 200 when full, at worst), which costs
-// a cache entry; and no for one added before it cleared, which costs one
-// more parse. It never decides whether a token is accepted.
-type doorkeeper struct {
-	bits  []atomic.Uint64
-	mask  uint64
-	limit int64
-	added atomic.Int64
-}
-
-// doorkeeperHashes is how many bits a digest sets; it spends at least 16
-// bits per digest.
-const doorkeeperHashes = 3
-
-// newDoorkeeper returns a doorkeeper for a cache of size tokens.
-func newDoorkeeper(size int) *doorkeeper {
-	nbits := uint64(64)
-	for nbits < 16*uint64(size) {
-		nbits <<= 1
-	}
-	return &doorkeeper{bits: make([]atomic.Uint64, nbits/64), mask: nbits - 1, limit: int64(size)}
-}
-
-// admit reports whether key was added since the doorkeeper last cleared,
-// and adds it. The key is a seeded hash; its two halves make the probes
-// (double hashing).
-func (k *doorkeeper) admit(key uint64) bool {
-	seen := true
-	step := key>>32 | 1
-	for i := range uint64(doorkeeperHashes) {
-		bit := (key + i*step) & k.mask
-		w, m := &k.bits[bit/64], uint64(1)<<(bit%64)
-		if w.Load()&m == 0 {
-			seen = false
-			w.Or(m)
-		}
-	}
-	if !seen && k.added.Add(1) == k.limit {
-		for i := range k.bits {
-			k.bits[i].Store(0)
-		}
-		k.added.Store(0)
-	}
-	return seen
 }

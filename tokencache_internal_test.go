@@ -92,13 +92,13 @@ func TestTokenCacheConfirmsTheToken(t *testing.T) {
 		b[sep+1] ^= 'A' ^ 'B'
 		other := string(b)
 		otherKey, _, _ := a.tokens.get(other)
-		a.tokens.mu.Lock()
-		slot, empty := a.tokens.table.Load().slot(otherKey, clock.Now(), true)
-		if !empty || slot.key.Load() == key {
+		if _, held := a.tokens.Load(otherKey); otherKey == key || held {
 			t.Fatalf("%s: no empty slot for the colliding key", kind)
 		}
-		slot.store(otherKey, &e)
-		a.tokens.mu.Unlock()
+		a.tokens.Put(otherKey, e, clock.Now())
+		if planted, held := a.tokens.Load(otherKey); !held || planted != e {
+			t.Fatalf("%s: the entry was not planted under the colliding key", kind)
+		}
 		if _, _, hit := a.tokens.get(other); hit {
 			t.Errorf("%s: an entry under a colliding key answered for another token", kind)
 		}
@@ -213,7 +213,7 @@ func TestTokenCacheBound(t *testing.T) {
 			}
 		}
 	}
-	if n := len(a.tokens.table.Load().slots); n <= 512 {
+	if n := a.tokens.Slots(); n <= 512 {
 		t.Errorf("the table did not grow: %d slots", n)
 	}
 	before := a.Stats().TokenCache
@@ -239,97 +239,8 @@ func TestTokenCacheBound(t *testing.T) {
 	if got := a.Stats().TokenCache.Size; got > size || got < size/2 {
 		t.Errorf("cache size %d after %d tokens, want at most %d and most of it", got, len(tokens), size)
 	}
-	if n := len(a.tokens.table.Load().slots); n > size+size/4 {
+	if n := a.tokens.Slots(); n > size+size/4 {
 		t.Errorf("%d slots, want at most %d", n, size+size/4)
-	}
-}
-
-// TestTokenCacheTakesExpiredSlots: when the cache is full, a new token
-// takes the slot of an expired one on its path before any live one's.
-func TestTokenCacheTakesExpiredSlots(t *testing.T) {
-	c := newTokenCache(6)
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	p := func(ttl time.Duration) *Principal {
-		return &Principal{Kind: KindNode, Name: "n", IssuedAt: now.Add(-time.Minute).Truncate(time.Second), ExpiresAt: now.Add(ttl)}
-	}
-	tok := func(i int) string { return fmt.Sprintf("h.c%d.%s", i, strings.Repeat("A", 43)) }
-	put := func(i int, ttl time.Duration) {
-		t.Helper()
-		// The doorkeeper takes a token on its second put, and clears
-		// itself after as many new tokens as the cache holds.
-		for range 3 {
-			if key, _, ok := c.get(tok(i)); !ok {
-				c.put(key, tok(i), p(ttl), nil, nil, now)
-			}
-		}
-		if _, _, ok := c.get(tok(i)); !ok {
-			t.Fatalf("token %d not cached", i)
-		}
-	}
-	table := c.table.Load()
-	if n := len(table.slots); n != 7 {
-		t.Fatalf("%d slots", n)
-	}
-	// Token 0 expires soon; it is the first, so it is in its home slot.
-	// Five live tokens fill the cache.
-	put(0, time.Second)
-	for i := 1; i <= 5; i++ {
-		put(i, time.Hour)
-	}
-	now = now.Add(2 * time.Second)
-	// A new token whose home slot is the expired token's.
-	next := 6
-	for table.home(c.key(tok(next))) != table.home(c.key(tok(0))) {
-		next++
-	}
-	put(next, time.Hour)
-	for i := 1; i <= 5; i++ {
-		if _, _, ok := c.get(tok(i)); !ok {
-			t.Errorf("live token %d was dropped while an expired one was held", i)
-		}
-	}
-	if _, _, ok := c.get(tok(0)); ok {
-		t.Error("the expired token is still held")
-	}
-	if c.table.Load() != table || c.count.Load() != 6 {
-		t.Errorf("the table changed, or holds %d tokens", c.count.Load())
-	}
-}
-
-// TestTokenCacheGrowKeepsEveryToken: tokens whose keys share one home slot
-// in every table, as many as the cache holds, are each cached on their
-// second put and all still held after every growth of the table.
-func TestTokenCacheGrowKeepsEveryToken(t *testing.T) {
-	const size = 2000
-	c := newTokenCache(size)
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	p := &Principal{Kind: KindNode, Name: "n", IssuedAt: now.Truncate(time.Second), ExpiresAt: now.Add(time.Hour).Truncate(time.Second)}
-	tok := func(i int) string { return fmt.Sprintf("h.c%d.%s", i, strings.Repeat("A", 43)) }
-	// Key i is home at slot 0 of every table of fewer than 2^52 slots.
-	tables := map[*tokenTable]bool{}
-	for i := 1; i <= size; i++ {
-		// Twice, and once more for the doorkeeper clearing itself.
-		for range 3 {
-			c.put(uint64(i), tok(i), p, nil, nil, now)
-		}
-		tables[c.table.Load()] = true
-		for _, j := range []int{1, i / 2, i} {
-			if _, _, ok := c.lookup(uint64(max(j, 1)), tok(max(j, 1))); !ok {
-				t.Fatalf("after %d puts, token %d is not held", i, j)
-			}
-		}
-	}
-	// 512 slots, then a quarter more each time, up to 2,500.
-	if len(tables) != 9 {
-		t.Errorf("the table grew %d times, want 8", len(tables)-1)
-	}
-	for i := 1; i <= size; i++ {
-		if _, _, ok := c.lookup(uint64(i), tok(i)); !ok {
-			t.Errorf("token %d is not held", i)
-		}
-	}
-	if c.count.Load() != size {
-		t.Errorf("%d tokens held, want %d", c.count.Load(), size)
 	}
 }
 
@@ -355,10 +266,7 @@ func TestTokenCacheReaderNeverMixesWrites(t *testing.T) {
 		}
 	}
 	const key = 42
-	c.mu.Lock()
-	slot, _ := c.table.Load().slot(key, now, true)
-	slot.store(key, &entries[0])
-	c.mu.Unlock()
+	c.Put(key, entries[0], now)
 	// The readers look up until the writer, after at least 100,000
 	// writes, sees that they found both tokens (or gives up after ten
 	// million).
@@ -390,9 +298,7 @@ func TestTokenCacheReaderNeverMixesWrites(t *testing.T) {
 		}()
 	}
 	for i := 0; i < 10_000_000 && (i < 100_000 || hits[0].Load() == 0 || hits[1].Load() == 0); i++ {
-		c.mu.Lock()
-		slot.store(key, &entries[i%2])
-		c.mu.Unlock()
+		c.Put(key, entries[i%2], now)
 	}
 	close(done)
 	readers.Wait()

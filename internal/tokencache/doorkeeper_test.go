@@ -1,4 +1,4 @@
-package nmauth
+package tokencache
 
 import (
 	"fmt"
