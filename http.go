@@ -9,6 +9,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/nmauth/nmauth/internal/jsonbody"
 )
 
 // Errors of a request no route takes, mapped to 405 and 404.
@@ -124,7 +126,7 @@ func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
 			err = decodeJSONBody(body, &req)
 		}
 		if err == nil {
-			err = requireFields("id", req.ID, "password", req.Password)
+			err = jsonbody.Require("id", req.ID, "password", req.Password)
 		}
 		if err != nil {
 			a.WriteError(w, r, err)
@@ -149,7 +151,7 @@ func (a *Authenticator) serveUserLogin(w http.ResponseWriter, r *http.Request) {
 	var req userAuthRequest
 	err := decodeJSON(w, r, &req)
 	if err == nil {
-		err = requireFields("username", req.Username, "password", req.Password)
+		err = jsonbody.Require("username", req.Username, "password", req.Password)
 	}
 	if err != nil {
 		a.WriteError(w, r, err)

@@ -11,24 +11,26 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/jsonbody"
 )
 
 // errorStatus maps an error to its HTTP status and the only text a client
 // sees. Anything it does not know is a 500 with a generic message.
 func errorStatus(err error) (int, string) {
-	var field *fieldError
+	var field *jsonbody.FieldError
 	var badRequest requestError
 	switch {
-	case errors.Is(err, errContentType):
+	case errors.Is(err, jsonbody.ErrContentType):
 		return http.StatusUnsupportedMediaType, "content type must be application/json"
-	case errors.Is(err, errBodyTooBig):
+	case errors.Is(err, jsonbody.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, "request body too large"
-	case errors.Is(err, errBadJSON):
+	case errors.Is(err, jsonbody.ErrMalformed):
 		return http.StatusBadRequest, "malformed JSON body"
-	case errors.Is(err, errDuplicateKey):
+	case errors.Is(err, jsonbody.ErrDuplicateKey):
 		return http.StatusBadRequest, "a field is given twice in the JSON body"
 	case errors.As(err, &field):
-		return http.StatusBadRequest, field.message()
+		return http.StatusBadRequest, field.Message()
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, "method not allowed"
 	case errors.Is(err, errNoRoute):
