@@ -1,6 +1,7 @@
 // This file owns the bearer middleware: [Authenticator.Middleware] and
 // [Authenticator.Require], the context of a request that passed the bearer
-// check, and [BearerToken], which finds the credential in the header.
+// check, and [BearerToken], which finds the credential in the header with
+// internal/bearer.
 
 package nmauth
 
@@ -10,7 +11,8 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"strings"
+
+	"github.com/nmauth/nmauth/internal/bearer"
 )
 
 // Middleware lets a request through only with a valid bearer credential
@@ -169,69 +171,12 @@ func (a *Authenticator) Require(kinds ...PrincipalKind) func(http.Handler) http.
 	}
 }
 
-// maxCredentialLen bounds a bearer credential; tokens here are far shorter.
-const maxCredentialLen = 4096
-
 // BearerToken finds the credential in the Authorization header. There must
 // be exactly one such header, of the form "Bearer <credential>" with the
 // scheme in any case, and one credential of visible ASCII without spaces.
 func BearerToken(h http.Header) (string, error) {
-	v := h["Authorization"]
-	if len(v) != 1 {
-		return "", ErrUnauthenticated
+	if cred, ok := bearer.Credential(h); ok {
+		return cred, nil
 	}
-	const scheme = "bearer "
-	s := v[0]
-	if len(s) <= len(scheme) || !strings.EqualFold(s[:len(scheme)], scheme) {
-		return "", ErrUnauthenticated
-	}
-	cred := strings.TrimLeft(s[len(scheme):], " ")
-	if cred == "" || len(cred) > maxCredentialLen {
-		return "", ErrUnauthenticated
-	}
-	if !visibleASCII(cred) {
-		return "", ErrUnauthenticated
-	}
-	return cred, nil
-}
-
-// visibleASCII reports whether every byte of s is visible ASCII, '!'
-// through '~'. Every request behind the bearer check pays for it, so it
-// reads eight bytes at a time, 32 between two tests (see outOfRange).
-func visibleASCII(s string) bool {
-	const tops = 0x8080808080808080
-	var out uint64
-	for ; len(s) >= 32; s = s[32:] {
-		out |= outOfRange(word(s)) | outOfRange(word(s[8:])) | outOfRange(word(s[16:])) | outOfRange(word(s[24:]))
-	}
-	for ; len(s) >= 8; s = s[8:] {
-		out |= outOfRange(word(s))
-	}
-	if out&tops != 0 {
-		return false
-	}
-	for i := range len(s) {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
-}
-
-// outOfRange has the top bit of each byte of w set that is not visible
-// ASCII; the other bits are noise. A byte below '!' borrows into its top
-// bit when '!' is taken from it, one above '~' has its top bit set or
-// gets it when one is added. A borrow or carry crosses into the next byte
-// only from a byte that is itself out of range, so any top bit set means
-// some byte is out of range.
-func outOfRange(w uint64) uint64 {
-	const ones = 0x0101010101010101
-	return (w-'!'*ones)&^w | w | (w + ones)
-}
-
-// word is the first eight bytes of s, little-endian, in one load.
-func word(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	return "", ErrUnauthenticated
 }
