@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/jsonbody"
 )
 
 // Netmaker's key types, as its server lists them.
@@ -366,7 +368,7 @@ func parseJoinBody(body []byte, passField string, macBase64 bool) (joiningBody, 
 	if !macBase64 {
 		known = append(known, "key")
 	}
-	if err := checkKeys(body, known); err != nil {
+	if err := jsonbody.CheckKeys(body, known); err != nil {
 		return joiningBody{}, err
 	}
 	var h joiningBody
@@ -392,11 +394,11 @@ func parseJoinBody(body []byte, passField string, macBase64 bool) (joiningBody, 
 		if err := text("key", &h.key); err != nil {
 			return joiningBody{}, err
 		}
-		if err := requireFields("key", h.key); err != nil {
+		if err := jsonbody.Require("key", h.key); err != nil {
 			return joiningBody{}, err
 		}
 	}
-	if err := requireFields("id", h.id, passField, h.password); err != nil {
+	if err := jsonbody.Require("id", h.id, passField, h.password); err != nil {
 		return joiningBody{}, err
 	}
 	if macBase64 && h.mac != "" {

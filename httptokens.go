@@ -3,6 +3,8 @@ package nmauth
 import (
 	"net/http"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/jsonbody"
 )
 
 // accessTokenBody is the body of access-token creation, in the field
@@ -59,7 +61,7 @@ func (a *Authenticator) serveCreateAccessToken(w http.ResponseWriter, r *http.Re
 	var body accessTokenBody
 	err := decodeJSON(w, r, &body)
 	if err == nil {
-		err = requireFields("name", body.Name, "user_name", body.UserName)
+		err = jsonbody.Require("name", body.Name, "user_name", body.UserName)
 	}
 	if err != nil {
 		a.WriteError(w, r, err)

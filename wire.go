@@ -61,6 +61,14 @@ const (
 	answerVerifyTOTP
 )
 
+// specEnvelope is the spec's generic result: code, message and a payload,
+// which WriteResponse and WriteError write in the spec's profile.
+type specEnvelope struct {
+	Code     int    `json:"code"`
+	Message  string `json:"message"`
+	Response any    `json:"response,omitempty"`
+}
+
 // netmakerEnvelope is the envelope of Netmaker's server: its Go field
 // names, no tags, and Response always present.
 type netmakerEnvelope struct {

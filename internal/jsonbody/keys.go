@@ -1,4 +1,4 @@
-package nmauth
+package jsonbody
 
 import (
 	"bytes"
@@ -11,59 +11,60 @@ import (
 	"unicode/utf8"
 )
 
-// fieldError is a 400 that names a field of a JSON body.
-type fieldError struct {
-	key string // the key as the body gave it, or the field's name
-	// field is the route's field that key was taken for.
-	field   string
-	problem fieldProblem
+// FieldError is a body refused for one of its fields: a client's
+// mistake, which its caller answers 400 with [FieldError.Message].
+type FieldError struct {
+	Key string // the key as the body gave it, or the field's name
+	// Field is the struct's field that Key was taken for.
+	Field   string
+	Problem Problem
 }
 
-type fieldProblem int
+// Problem is what is wrong with a field.
+type Problem int
 
 const (
-	// fieldCase is a key that is a field's name in another case.
-	fieldCase fieldProblem = iota
-	// fieldMisspelled is a key the route does not know that looks like
-	// one of its fields misspelled.
-	fieldMisspelled
-	// fieldMissing is a required field that is absent or empty.
-	fieldMissing
+	// Case is a key that is a field's name in another case.
+	Case Problem = iota
+	// Misspelled is a key no field is named that looks like one of
+	// the fields misspelled.
+	Misspelled
+	// Missing is a required field that is absent or empty.
+	Missing
 )
 
-func (e *fieldError) Error() string { return "nmauth: " + e.message() }
+func (e *FieldError) Error() string { return "nmauth: " + e.Message() }
 
-// message is the text a client sees. A key is shown only when it is short
+// Message is the text a client sees. A key is shown only when it is short
 // and printable, quoted as JSON would quote it.
-func (e *fieldError) message() string {
+func (e *FieldError) Message() string {
 	key := "a key"
-	if len(e.key) <= 64 && utf8.ValidString(e.key) && !strings.ContainsFunc(e.key, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		key = fmt.Sprintf("%q", e.key)
+	if len(e.Key) <= 64 && utf8.ValidString(e.Key) && !strings.ContainsFunc(e.Key, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		key = fmt.Sprintf("%q", e.Key)
 	}
-	switch e.problem {
-	case fieldCase:
-		return fmt.Sprintf("%s in the JSON body must be written %q: field names match exactly, case included", key, e.field)
-	case fieldMisspelled:
-		return fmt.Sprintf("unknown field %s in the JSON body; did you mean %q?", key, e.field)
+	switch e.Problem {
+	case Case:
+		return fmt.Sprintf("%s in the JSON body must be written %q: field names match exactly, case included", key, e.Field)
+	case Misspelled:
+		return fmt.Sprintf("unknown field %s in the JSON body; did you mean %q?", key, e.Field)
 	}
-	return fmt.Sprintf("%q is missing or empty in the JSON body; it is required", e.field)
+	return fmt.Sprintf("%q is missing or empty in the JSON body; it is required", e.Field)
 }
 
-// requireFields refuses a body that leaves out or empties one of the
-// named fields: given as name, value pairs, the first empty value is
-// named. A login without a password or an id is a malformed request, a
+// Require refuses a body that leaves out or empties one of the named
+// fields: given as name, value pairs, the first empty value is named. A login without a password or an id is a malformed request, a
 // 400, and never a wrong credential (401, on which netclient deletes its
 // configuration); it counts as no attempt.
-func requireFields(nameValue ...string) error {
+func Require(nameValue ...string) error {
 	for i := 0; i+1 < len(nameValue); i += 2 {
 		if nameValue[i+1] == "" {
-			return &fieldError{field: nameValue[i], problem: fieldMissing}
+			return &FieldError{Field: nameValue[i], Problem: Missing}
 		}
 	}
 	return nil
 }
 
-// checkKeys refuses a top-level object in body whose keys do not match
+// CheckKeys refuses a top-level object in body whose keys do not match
 // fields, the JSON names of the struct decoded, as encoding/json/v2 does
 // by default: a key given twice (encoding/json keeps the last silently,
 // so a proxy or log that reads the first would see another request than
@@ -72,7 +73,7 @@ func requireFields(nameValue ...string) error {
 // (see [misspelledField]), which would otherwise leave the field empty and
 // answer as a wrong credential. Other keys are ignored: real clients send
 // more fields. body is known to be valid JSON.
-func checkKeys(body []byte, fields []string) error {
+func CheckKeys(body []byte, fields []string) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil
@@ -81,11 +82,11 @@ func checkKeys(body []byte, fields []string) error {
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return errBadJSON
+			return ErrMalformed
 		}
 		key, _ := tok.(string)
 		if seen[key] {
-			return errDuplicateKey
+			return ErrDuplicateKey
 		}
 		seen[key] = true
 		if err := checkKey(key, fields); err != nil {
@@ -93,7 +94,7 @@ func checkKeys(body []byte, fields []string) error {
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return errBadJSON
+			return ErrMalformed
 		}
 	}
 	return nil
@@ -107,11 +108,11 @@ func checkKey(key string, fields []string) error {
 	}
 	for _, f := range fields {
 		if foldKey(key) == foldKey(f) {
-			return &fieldError{key: key, field: f, problem: fieldCase}
+			return &FieldError{Key: key, Field: f, Problem: Case}
 		}
 	}
 	if f := misspelledField(key, fields); f != "" {
-		return &fieldError{key: key, field: f, problem: fieldMisspelled}
+		return &FieldError{Key: key, Field: f, Problem: Misspelled}
 	}
 	return nil
 }
@@ -130,7 +131,7 @@ func foldKey(s string) string {
 // user), or within min(2, len(f)/4) edits of f (usename, pasword,
 // passwrod; an edit inserts, deletes or replaces a character or swaps two
 // neighbours), so that a short field such as id takes no near key. Of
-// several, the nearest wins. The keys Netmaker's clients send to these
+// several, the nearest wins. The keys Netmaker's clients send to nmauth's
 // routes (netclient, nmctl, the web UI, Netmaker's own User record) are
 // all either fields or far from every one.
 func misspelledField(key string, fields []string) string {
@@ -188,9 +189,9 @@ func editDistance(a, b string) int {
 	return d[len(x)][len(y)]
 }
 
-// jsonFields returns the JSON names of the fields of the struct v points
+// Fields returns the JSON names of the fields of the struct v points
 // to.
-func jsonFields(v any) []string {
+func Fields(v any) []string {
 	t := reflect.TypeOf(v)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
