@@ -1,3 +1,7 @@
+// This file holds how the SQLStore's records are kept in their columns:
+// the encoding of times and lists, and the decoding of a row's cells, in
+// which a column of the wrong type breaks that column of that record alone.
+
 package nmauth
 
 import (
@@ -6,7 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/nmauth/nmauth/internal/state"
 )
+
+var errSQLTimeRange = errors.New("nmauth: sql store: time out of range")
 
 // sqlCell receives one column as the driver gives it, before any
 // conversion, so that a value of the wrong type (text in a number or
@@ -241,4 +250,52 @@ func (e *brokenRowError) Unwrap() []error {
 		errs[i] = b
 	}
 	return errs
+}
+
+// encodeClients writes the per-client failures as JSON, "[]" for none.
+func encodeClients(cs []state.Client) (string, error) {
+	return encodeList(cs, "client failures")
+}
+
+// encodeList writes a list column as JSON, "[]" for none.
+func encodeList[T any](vs []T, what string) (string, error) {
+	if vs == nil {
+		vs = []T{}
+	}
+	b, err := json.Marshal(vs)
+	if err != nil {
+		return "", wrapSQL("encode "+what, err)
+	}
+	return string(b), nil
+}
+
+// rowScanner is the Scan method shared by *sql.Row and *sql.Rows.
+type rowScanner interface {
+	Scan(dest ...any) error
+}
+
+// encodeTimes converts each time to Unix nanoseconds, 0 for the zero time.
+// A time that would not read back equal is refused rather than stored
+// wrong: one outside the int64 range, and the epoch, which reads back as
+// the zero time.
+func encodeTimes(ts ...time.Time) ([]int64, error) {
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		if t.IsZero() {
+			continue
+		}
+		n := t.UnixNano()
+		if n == 0 || !time.Unix(0, n).Equal(t) {
+			return nil, fmt.Errorf("%w: %s", errSQLTimeRange, t.UTC().Format(time.RFC3339Nano))
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+func decodeTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
 }
