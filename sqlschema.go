@@ -9,8 +9,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
 
 var errSQLSchemaNewer = errors.New("nmauth: sql store: database schema is newer than this library")
@@ -208,16 +209,16 @@ func newSQLQueries(d Dialect) sqlQueries {
 	q.getUser = q.rebind("SELECT " + users + " FROM nmauth_users WHERE name = ?")
 	q.lockUser = q.getUser + forUpdate
 	q.listUsers = q.rebind(pageSQL("nmauth_users", users, "name", d))
-	q.insertUser = q.rebind(insertSQL("nmauth_users", sqlUserColumns))
-	q.updateUser = q.rebind(updateSQL("nmauth_users", sqlUserColumns))
+	q.insertUser = q.rebind(sqlstmt.Insert("nmauth_users", sqlUserColumns))
+	q.updateUser = q.rebind(sqlstmt.Update("nmauth_users", sqlUserColumns))
 	q.deleteUser = q.rebind("DELETE FROM nmauth_users WHERE name = ?")
 
 	hosts := strings.Join(sqlHostColumns, ", ")
 	q.getHost = q.rebind("SELECT " + hosts + " FROM nmauth_hosts WHERE id = ?")
 	q.lockHost = q.getHost + forUpdate
 	q.listHosts = q.rebind(pageSQL("nmauth_hosts", hosts, "id", d))
-	q.insertHost = q.rebind(insertSQL("nmauth_hosts", sqlHostColumns))
-	q.updateHost = q.rebind(updateSQL("nmauth_hosts", sqlHostColumns))
+	q.insertHost = q.rebind(sqlstmt.Insert("nmauth_hosts", sqlHostColumns))
+	q.updateHost = q.rebind(sqlstmt.Update("nmauth_hosts", sqlHostColumns))
 	q.deleteHost = q.rebind("DELETE FROM nmauth_hosts WHERE id = ?")
 	q.missWrite = q.rebind("INSERT INTO nmauth_misses (slot, misses) VALUES (?, 1) " +
 		"ON CONFLICT (slot) DO UPDATE SET misses = nmauth_misses.misses + 1")
@@ -233,23 +234,7 @@ func pageSQL(table, cols, key string, d Dialect) string {
 	if d == DialectPostgres {
 		k = key + ` COLLATE "C"`
 	}
-	return "SELECT " + cols + " FROM " + table + " WHERE " + k + " > ? ORDER BY " + k + " LIMIT ?"
-}
-
-// insertSQL inserts every column; the first column is the key.
-func insertSQL(table string, cols []string) string {
-	marks := strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ")
-	return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (" + marks +
-		") ON CONFLICT (" + cols[0] + ") DO NOTHING"
-}
-
-// updateSQL sets every column but the key, which comes last.
-func updateSQL(table string, cols []string) string {
-	sets := make([]string, len(cols)-1)
-	for i, c := range cols[1:] {
-		sets[i] = c + " = ?"
-	}
-	return "UPDATE " + table + " SET " + strings.Join(sets, ", ") + " WHERE " + cols[0] + " = ?"
+	return sqlstmt.Page(table, cols, k)
 }
 
 // rebind writes the placeholders of query in the store's dialect.
@@ -265,17 +250,5 @@ func (d Dialect) Rebind(query string) string {
 	if d != DialectPostgres {
 		return query
 	}
-	var b strings.Builder
-	b.Grow(len(query) + 8)
-	n := 0
-	for _, r := range query {
-		if r != '?' {
-			b.WriteRune(r)
-			continue
-		}
-		n++
-		b.WriteByte('$')
-		b.WriteString(strconv.Itoa(n))
-	}
-	return b.String()
+	return sqlstmt.Numbered(query)
 }

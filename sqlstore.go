@@ -13,7 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"strings"
+
+	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
 
 // Dialect names the SQL database behind a [SQLStore].
@@ -141,14 +142,7 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d Dialect) (*SQLStore, error) 
 // a code cannot be replayed after it, and _txlock=immediate so that each
 // transaction takes the write lock at BEGIN.
 func SQLiteDSN(path string) string {
-	// The path is part of a SQLite URI, where '?' and '#' end the path and
-	// '%' starts an escape; an absolute path gets an empty authority so
-	// that one starting with "//" is not read as a host name.
-	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	if strings.HasPrefix(p, "/") {
-		p = "//" + p
-	}
-	return "file:" + p + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)" +
+	return sqlstmt.SQLiteURI(path) + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)" +
 		"&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate"
 }
 
@@ -185,7 +179,7 @@ func (s *SQLStore) insert(ctx context.Context, what, query string, args []any) e
 	return s.inTx(ctx, what, func(tx *sql.Tx) error { return insertIn(ctx, tx, what, query, args) })
 }
 
-// insertIn runs an insert of insertSQL in tx: ErrExists when its key is
+// insertIn runs an insert of sqlstmt.Insert in tx: ErrExists when its key is
 // taken.
 func insertIn(ctx context.Context, tx *sql.Tx, what, query string, args []any) error {
 	res, err := tx.ExecContext(ctx, query, args...)
