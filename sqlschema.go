@@ -1,6 +1,6 @@
-// This file holds the SQLStore's schema: the migrations and their runner,
-// the column lists of users and hosts, and their statements written once
-// for each dialect.
+// This file holds the SQLStore's schema: its migrations, which
+// internal/sqlmigrate applies, the column lists of users and hosts, and
+// their statements written once for each dialect.
 
 package nmauth
 
@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nmauth/nmauth/internal/sqlmigrate"
 	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
 
@@ -22,9 +23,16 @@ const sqlSchemaLockID int64 = 0x6e6d61757468
 
 // migrate applies, in order, every migration the database has not seen.
 func (s *SQLStore) migrate(ctx context.Context) error {
-	for i := range sqlMigrations {
+	schema := sqlmigrate.Schema{Table: "nmauth_schema_version", Rebind: s.q.rebind}
+	if s.dialect == DialectPostgres {
+		schema.Lock = sqlSchemaLockID
+	}
+	for _, m := range sqlMigrations {
+		schema.Versions = append(schema.Versions, m(s.dialect))
+	}
+	for v := 1; v <= len(schema.Versions); v++ {
 		err := s.inTx(ctx, "migrate", func(tx *sql.Tx) error {
-			return s.migrateTo(ctx, tx, i+1)
+			return migrateErr(schema.Step(ctx, tx, v))
 		})
 		if err != nil {
 			return s.schemaPrivilegeHint(ctx, err)
@@ -33,43 +41,19 @@ func (s *SQLStore) migrate(ctx context.Context) error {
 	return nil
 }
 
-// migrateTo applies migration v unless the database already has it. It
-// rereads the version after taking the schema lock, because another
-// process may have migrated while this one waited.
-func (s *SQLStore) migrateTo(ctx context.Context, tx *sql.Tx, v int) error {
-	if s.dialect == DialectPostgres {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", sqlSchemaLockID); err != nil {
-			return wrapSQL("migrate: lock", err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, sqlCreateVersionTable); err != nil {
-		return wrapSQL("migrate: version table", err)
-	}
-	var current int
-	if err := tx.QueryRowContext(ctx, sqlCurrentVersion).Scan(&current); err != nil {
-		return wrapSQL("migrate: read version", err)
-	}
+// migrateErr names the store in the error of a migration's step, and
+// refuses a database whose schema is newer than this library with
+// errSQLSchemaNewer.
+func migrateErr(err error) error {
+	var newer *sqlmigrate.NewerError
 	switch {
-	case current > len(sqlMigrations):
-		return fmt.Errorf("%w: version %d, library knows %d", errSQLSchemaNewer, current, len(sqlMigrations))
-	case current >= v:
+	case err == nil:
 		return nil
+	case errors.As(err, &newer):
+		return fmt.Errorf("%w: version %d, library knows %d", errSQLSchemaNewer, newer.Have, newer.Know)
 	}
-	for _, stmt := range sqlMigrations[v-1](s.dialect) {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return wrapSQL(fmt.Sprintf("migrate to version %d", v), err)
-		}
-	}
-	_, err := tx.ExecContext(ctx, s.q.rebind("INSERT INTO nmauth_schema_version (version) VALUES (?)"), v)
-	return wrapSQL("migrate: record version", err)
+	return fmt.Errorf("nmauth: sql store: %w", err)
 }
-
-const (
-	sqlCreateVersionTable = `CREATE TABLE IF NOT EXISTS nmauth_schema_version (
-	version BIGINT NOT NULL PRIMARY KEY
-)`
-	sqlCurrentVersion = `SELECT COALESCE(MAX(version), 0) FROM nmauth_schema_version`
-)
 
 // sqlMigrations is the schema history: entry i brings the schema to
 // version i+1. Entries are only ever appended, never edited.
