@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
 
 var _ AccessTokenStore = (*SQLStore)(nil)
@@ -94,7 +96,7 @@ func (s *SQLStore) CreateAccessToken(ctx context.Context, t AccessToken, max int
 		if held >= max {
 			return ErrTooManyAccessTokens
 		}
-		return insertIn(ctx, tx, what, s.q.rebind(insertSQL("nmauth_access_tokens", sqlAccessColumns)), args)
+		return insertIn(ctx, tx, what, s.q.rebind(sqlstmt.Insert("nmauth_access_tokens", sqlAccessColumns)), args)
 	})
 }
 

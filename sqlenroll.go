@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
 
 var _ EnrollmentKeyStore = (*SQLStore)(nil)
@@ -88,7 +90,7 @@ func (s *SQLStore) CreateEnrollmentKey(ctx context.Context, k EnrollmentKey) err
 	if err != nil {
 		return err
 	}
-	return s.insert(ctx, "create enrollment key", s.q.rebind(insertSQL("nmauth_enrollment_keys", sqlEnrollColumns)), args)
+	return s.insert(ctx, "create enrollment key", s.q.rebind(sqlstmt.Insert("nmauth_enrollment_keys", sqlEnrollColumns)), args)
 }
 
 // GetEnrollmentKey implements [EnrollmentKeyStore].

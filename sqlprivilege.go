@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
+
+	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
 
 // The SQLSTATE codes PostgreSQL gives a role that may not create a table:
@@ -40,28 +40,10 @@ func (s *SQLStore) schemaPrivilegeHint(ctx context.Context, err error) error {
 	if !schema.Valid {
 		// No schema of the search_path is usable: name the first one
 		// that is not the role's own name, which the path looks up first.
-		schema.String = "public"
-		for _, name := range strings.Split(searchPath, ",") {
-			if name = strings.Trim(strings.TrimSpace(name), `"`); name != "" && name != "$user" {
-				schema.String = name
-				break
-			}
-		}
+		schema.String = sqlstmt.FirstSchema(searchPath)
 	}
 	return fmt.Errorf("%w; the PostgreSQL role %s may not create the store's tables in schema %s: "+
 		"as its owner or a superuser, GRANT USAGE, CREATE ON SCHEMA %s TO %s (GRANT ALL ON DATABASE does not give it), "+
 		"or set the role's search_path to a schema where it may (see docs/nmauthd.md, \"PostgreSQL\")",
-		err, quoteIdent(role), quoteIdent(schema.String), quoteIdent(schema.String), quoteIdent(role))
-}
-
-var plainIdent = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
-
-// quoteIdent writes a PostgreSQL identifier so that it can be pasted
-// into a statement: as it is when it needs no quotes, else in double
-// quotes.
-func quoteIdent(name string) string {
-	if plainIdent.MatchString(name) {
-		return name
-	}
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+		err, sqlstmt.QuoteIdent(role), sqlstmt.QuoteIdent(schema.String), sqlstmt.QuoteIdent(schema.String), sqlstmt.QuoteIdent(role))
 }

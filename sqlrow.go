@@ -1,12 +1,23 @@
+// This file holds how the SQLStore's records are kept in their columns:
+// the encoding of times and lists, and the decoding of a row's cells, in
+// which a column of the wrong type breaks that column of that record alone.
+// The decoders and encoders of one value are internal/sqlcol's; this file
+// names the record and the column a broken value belongs to.
+
 package nmauth
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/nmauth/nmauth/internal/sqlcol"
+	"github.com/nmauth/nmauth/internal/state"
 )
+
+var errSQLTimeRange = errors.New("nmauth: sql store: time out of range")
 
 // sqlCell receives one column as the driver gives it, before any
 // conversion, so that a value of the wrong type (text in a number or
@@ -35,26 +46,10 @@ func scanCells(row rowScanner, n int) ([]sqlCell, error) {
 	return cells, row.Scan(dest...)
 }
 
-// errWrongType is the decoding error of a column whose value is not of
-// the type the store writes there; the message names the type, never the
-// value.
-var errWrongType = errors.New("value of the wrong type")
-
-// errNullList is the decoding error of a JSON list column that holds
-// null where the store writes "[]" for an empty list (every list but the
-// recovery codes, which it has always written as null when there are
-// none): null was written by someone else, and reading it as empty could
-// widen what the record allows (an access token's networks) or forget
-// what it refuses (the tokens a logout revoked).
-var errNullList = errors.New("null where a list belongs")
-
-// errNegative is the decoding error of a counter below zero, which the
-// store never writes and which would hand out extra attempts.
-var errNegative = errors.New("negative count")
-
-// columnDecoder reads the cells of one row into a record's fields. A
-// column that does not decode, whether of the wrong type or damaged JSON,
-// leaves its field at the zero value and is noted, so that the record is
+// columnDecoder reads the cells of one row into a record's fields with
+// the decoders of internal/sqlcol. A column that does not decode, whether
+// of the wrong type or damaged JSON, leaves its field at the zero value and
+// is noted as a *BrokenRecordError of the record, so that the record is
 // returned marked broken.
 type columnDecoder struct {
 	kind, key string
@@ -68,144 +63,71 @@ func (d *columnDecoder) note(column string, err error) {
 	d.errs = append(d.errs, &BrokenRecordError{Kind: d.kind, Key: d.key, Column: column, Err: err})
 }
 
-// wrongType notes column as holding a value of type v's instead of want.
-func (d *columnDecoder) wrongType(column string, v any, want string) {
-	d.note(column, fmt.Errorf("%w: %s, want %s", errWrongType, sqlTypeName(v), want))
-}
-
-// sqlTypeName names the type of a driver value as the database would.
-func sqlTypeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "NULL"
-	case string:
-		return "text"
-	case []byte:
-		return "blob"
-	case int64:
-		return "integer"
-	case float64:
-		return "real"
-	case bool:
-		return "boolean"
+// check notes column as broken when its decoding failed with err.
+func (d *columnDecoder) check(column string, err error) {
+	if err != nil {
+		d.note(column, err)
 	}
-	return fmt.Sprintf("%T", v)
 }
 
 // keyText reads the record's key, which locates the row and so is read
 // as text whatever its type; it becomes the key that broken columns name.
 func (d *columnDecoder) keyText(c sqlCell) string {
-	switch v := c.v.(type) {
-	case string:
-		d.key = v
-	case []byte:
-		d.key = string(v)
-	default:
-		d.key = fmt.Sprint(v)
-	}
+	d.key = sqlcol.Key(c.v)
 	return d.key
 }
 
 // text reads a TEXT column.
 func (d *columnDecoder) text(column string, c sqlCell) string {
-	s, ok := c.v.(string)
-	if !ok {
-		d.wrongType(column, c.v, "text")
-	}
+	s, err := sqlcol.Text(c.v)
+	d.check(column, err)
 	return s
 }
 
 // integer reads a BIGINT column.
 func (d *columnDecoder) integer(column string, c sqlCell) int64 {
-	n, ok := c.v.(int64)
-	if !ok {
-		d.wrongType(column, c.v, "integer")
-	}
+	n, err := sqlcol.Integer(c.v)
+	d.check(column, err)
 	return n
 }
 
 // count reads a BIGINT counter, which is never negative.
 func (d *columnDecoder) count(column string, c sqlCell) int {
-	n, ok := c.v.(int64)
-	switch {
-	case !ok:
-		d.wrongType(column, c.v, "integer")
-	case n < 0:
-		d.note(column, errNegative)
-		n = 0
-	}
-	return int(n)
+	n, err := sqlcol.Count(c.v)
+	d.check(column, err)
+	return n
 }
 
-// boolean reads a BOOLEAN column: a bool from PostgreSQL, 0 or 1 from
-// SQLite, which stores booleans as integers.
+// boolean reads a BOOLEAN column.
 func (d *columnDecoder) boolean(column string, c sqlCell) bool {
-	switch v := c.v.(type) {
-	case bool:
-		return v
-	case int64:
-		if v == 0 || v == 1 {
-			return v == 1
-		}
-	}
-	d.wrongType(column, c.v, "boolean")
-	return false
+	b, err := sqlcol.Boolean(c.v)
+	d.check(column, err)
+	return b
 }
 
 // blob reads a nullable BLOB (BYTEA) column, nil for NULL.
 func (d *columnDecoder) blob(column string, c sqlCell) []byte {
-	switch v := c.v.(type) {
-	case nil:
-		return nil
-	case []byte:
-		return v
-	}
-	d.wrongType(column, c.v, "blob")
-	return nil
+	b, err := sqlcol.Blob(c.v)
+	d.check(column, err)
+	return b
 }
 
 // decodeColumn decodes the JSON list in cell c of column into v, nil for
-// an empty list; null is broken. A column that does not decode leaves v
-// nil and is noted in d.
+// an empty list; null is broken, since the store writes "[]" for an empty
+// list. A column that does not decode leaves v nil and is noted in d.
 func decodeColumn[T any](d *columnDecoder, column string, c sqlCell, v *[]T) {
-	decodeListCell(d, column, c, v, false)
-}
-
-// decodeNullableColumn is decodeColumn for a list the store writes as
-// null when it is empty.
-func decodeNullableColumn[T any](d *columnDecoder, column string, c sqlCell, v *[]T) {
-	decodeListCell(d, column, c, v, true)
-}
-
-func decodeListCell[T any](d *columnDecoder, column string, c sqlCell, v *[]T, nullOK bool) {
-	*v = nil
-	s, ok := c.v.(string)
-	if !ok {
-		d.wrongType(column, c.v, "text")
-		return
-	}
-	vs, err := decodeStoredList[T](s, nullOK)
-	if err != nil {
-		d.note(column, err)
-		return
-	}
+	vs, err := sqlcol.List[T](c.v, false)
+	d.check(column, err)
 	*v = vs
 }
 
-// decodeStoredList reads a list column as the store writes it: a JSON
-// array, nil when empty, or null when nullOK.
-func decodeStoredList[T any](s string, nullOK bool) ([]T, error) {
-	var vs []T
-	if err := json.Unmarshal([]byte(s), &vs); err != nil {
-		return nil, err
-	}
-	if vs == nil && !nullOK {
-		return nil, errNullList
-	}
-	if len(vs) == 0 {
-		return nil, nil
-	}
-	return vs, nil
+// decodeNullableColumn is decodeColumn for a list the store writes as
+// null when it is empty: the recovery codes, which it has always written
+// so.
+func decodeNullableColumn[T any](d *columnDecoder, column string, c sqlCell, v *[]T) {
+	vs, err := sqlcol.List[T](c.v, true)
+	d.check(column, err)
+	*v = vs
 }
 
 // err is nil for a sound row, the *BrokenRecordError of its one broken
@@ -242,3 +164,40 @@ func (e *brokenRowError) Unwrap() []error {
 	}
 	return errs
 }
+
+// encodeClients writes the per-client failures as JSON, "[]" for none.
+func encodeClients(cs []state.Client) (string, error) {
+	return encodeList(cs, "client failures")
+}
+
+// encodeList writes a list column as JSON, "[]" for none.
+func encodeList[T any](vs []T, what string) (string, error) {
+	b, err := sqlcol.EncodeList(vs)
+	if err != nil {
+		return "", wrapSQL("encode "+what, err)
+	}
+	return b, nil
+}
+
+// rowScanner is the Scan method shared by *sql.Row and *sql.Rows.
+type rowScanner interface {
+	Scan(dest ...any) error
+}
+
+// encodeTimes converts each time to Unix nanoseconds, 0 for the zero time.
+// A time that would not read back equal is refused rather than stored
+// wrong (see sqlcol.Nanos).
+func encodeTimes(ts ...time.Time) ([]int64, error) {
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		n, ok := sqlcol.Nanos(t)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", errSQLTimeRange, t.UTC().Format(time.RFC3339Nano))
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// decodeTime reads back a time that encodeTimes wrote.
+func decodeTime(n int64) time.Time { return sqlcol.Time(n) }

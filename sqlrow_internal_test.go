@@ -5,47 +5,37 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nmauth/nmauth/internal/sqlcol"
 )
 
-// TestColumnDecoder reads each kind of column from every type a driver
-// gives: the type the store writes reads as its value, any other breaks
-// that column alone, named, with its field left at the zero value.
+// TestColumnDecoder reads each kind of column through the record's
+// decoder: a value of the type the store writes reads as its value and
+// breaks nothing, any other breaks that column alone, named as a
+// *BrokenRecordError of its record, with its field left at the zero value.
+// What each type of value decodes to is internal/sqlcol's TestDecoders.
 func TestColumnDecoder(t *testing.T) {
 	tests := []struct {
 		name   string
 		read   func(d *columnDecoder, c sqlCell) any
 		cell   any
 		want   any
-		broken bool
+		broken error // the decoding error, nil if the column is sound
 	}{
-		{"text", textOf, "abc", "abc", false},
-		{"text from a blob", textOf, []byte("abc"), "", true},
-		{"text from an integer", textOf, int64(1), "", true},
-		{"text from NULL", textOf, nil, "", true},
-		{"integer", integerOf, int64(-7), int64(-7), false},
-		{"integer from text", integerOf, "12", int64(0), true},
-		{"integer from a real", integerOf, 1.5, int64(0), true},
-		{"count", countOf, int64(3), 3, false},
-		{"negative count", countOf, int64(-1000), 0, true},
-		{"count from text", countOf, "many", 0, true},
-		{"boolean from PostgreSQL", boolOf, true, true, false},
-		{"boolean 1 from SQLite", boolOf, int64(1), true, false},
-		{"boolean 0 from SQLite", boolOf, int64(0), false, false},
-		{"boolean 2", boolOf, int64(2), false, true},
-		{"boolean from text", boolOf, "abc", false, true},
-		{"boolean from the text true", boolOf, "true", false, true},
-		{"blob", blobOf, []byte{1, 2}, "\x01\x02", false},
-		{"blob from NULL", blobOf, nil, "", false},
-		{"blob from text", blobOf, "not a blob", "", true},
-		{"list", listOf, `["a","b"]`, `[a b]`, false},
-		{"empty list", listOf, `[]`, `[]`, false},
-		{"list null", listOf, `null`, `[]`, true},
-		{"list null with spaces", listOf, ` null `, `[]`, true},
-		{"list of the wrong shape", listOf, `{"a":1}`, `[]`, true},
-		{"list of the wrong element type", listOf, `[1]`, `[]`, true},
-		{"list from a blob", listOf, []byte(`["a"]`), `[]`, true},
-		{"nullable list null", nullableListOf, `null`, `[]`, false},
-		{"nullable list from text", nullableListOf, `{bad`, `[]`, true},
+		{"text", textOf, "abc", "abc", nil},
+		{"text from a blob", textOf, []byte("abc"), "", sqlcol.ErrWrongType},
+		{"integer", integerOf, int64(-7), int64(-7), nil},
+		{"integer from text", integerOf, "12", int64(0), sqlcol.ErrWrongType},
+		{"count", countOf, int64(3), 3, nil},
+		{"negative count", countOf, int64(-1000), 0, sqlcol.ErrNegative},
+		{"boolean 1 from SQLite", boolOf, int64(1), true, nil},
+		{"boolean from text", boolOf, "abc", false, sqlcol.ErrWrongType},
+		{"blob", blobOf, []byte{1, 2}, "\x01\x02", nil},
+		{"blob from text", blobOf, "not a blob", "", sqlcol.ErrWrongType},
+		{"list", listOf, `["a","b"]`, `[a b]`, nil},
+		{"list null", listOf, `null`, `[]`, sqlcol.ErrNullList},
+		{"nullable list null", nullableListOf, `null`, `[]`, nil},
+		{"nullable list from a blob", nullableListOf, []byte(`["a"]`), `[]`, sqlcol.ErrWrongType},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,17 +44,32 @@ func TestColumnDecoder(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("read %#v as %#v, want %#v", tc.cell, got, tc.want)
 			}
-			if !tc.broken {
+			if tc.broken == nil {
 				if d.broken != nil || d.err() != nil {
 					t.Errorf("%#v broke the column: %v", tc.cell, d.err())
 				}
 				return
 			}
 			var b *BrokenRecordError
-			if !slices.Equal(d.broken, []string{"c"}) || !errors.As(d.err(), &b) || b.Key != "bob" || b.Column != "c" || !errors.Is(d.err(), ErrBrokenRecord) {
-				t.Errorf("%#v: broken %v, error %v; want column c of user bob broken", tc.cell, d.broken, d.err())
+			if !slices.Equal(d.broken, []string{"c"}) || !errors.As(d.err(), &b) || b.Kind != "user" || b.Key != "bob" || b.Column != "c" ||
+				!errors.Is(d.err(), ErrBrokenRecord) || !errors.Is(d.err(), tc.broken) {
+				t.Errorf("%#v: broken %v, error %v; want column c of user bob broken by %v", tc.cell, d.broken, d.err(), tc.broken)
 			}
 		})
+	}
+}
+
+// TestColumnDecoderKey: the key read from the row is the key that its
+// broken columns name.
+func TestColumnDecoderKey(t *testing.T) {
+	d := columnDecoder{kind: "host"}
+	if k := d.keyText(sqlCell{v: []byte("h1")}); k != "h1" {
+		t.Fatalf("key %q", k)
+	}
+	d.text("mac_address", sqlCell{v: int64(1)})
+	var b *BrokenRecordError
+	if !errors.As(d.err(), &b) || b.Kind != "host" || b.Key != "h1" || b.Column != "mac_address" {
+		t.Fatalf("error %v; want column mac_address of host h1", d.err())
 	}
 }
 
