@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nmauth/nmauth/internal/knownset"
@@ -117,7 +118,14 @@ type Authenticator struct {
 	// an address it logged in rightly from (see Authenticator.entrant).
 	hostGate *admission
 	// known is what the host gate places a login by (see knownhosts.go).
-	known  *knownset.Set
+	known *knownset.Set
+	// scan fills known from the Store, once, in the background, from the
+	// first use of the host-login gate (see startKnownScan).
+	scan struct {
+		once sync.Once
+		ctx  context.Context
+		stop context.CancelFunc
+	}
 	tokens *tokenCache
 	status *statusCache[accountStatus]
 	// access keeps the access tokens; nil when the Store does not.
@@ -194,7 +202,7 @@ func New(cfg Config) (*Authenticator, error) {
 	if err := registerExtensions(cfg.Extensions, a); err != nil {
 		return nil, err
 	}
-	go a.loadKnownHosts()
+	a.scan.ctx, a.scan.stop = context.WithCancel(context.Background())
 	return a, nil
 }
 

@@ -98,7 +98,8 @@ type Config struct {
 	// in rightly from waits with the known without a Store read: the
 	// Authenticator keeps such (host, address) pairs as keyed hashes,
 	// about 40 bytes a host, read from the Store's hosts in the
-	// background from New on and added by each right login (see
+	// background once it serves host logins and added by each right
+	// login (see
 	// [Stats.KnownHosts] and docs/security.md); any other host id, a
 	// made-up one too, waits with the new. Default to 4 per CPU and
 	// 16384; a negative queue queues none.

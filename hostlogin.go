@@ -247,6 +247,7 @@ func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, passwor
 // events name.
 func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string, kind PrincipalKind,
 	token func(id string) mintArgs, admit func(ctx context.Context, id string) error) (string, string, error) {
+	a.startKnownScan()
 	id, idErr := PrepareHostID(id)
 	mac, macErr := prepareMAC(mac)
 	if macErr != nil {

@@ -289,11 +289,14 @@ func (q *hostWriter) flush(ctx context.Context) error {
 
 // Shutdown waits until the writes of host logins that wait in the queue
 // (see [HostBatchStore]) are made, or until ctx ends, which it returns
-// with the number of writes left. Call it once the server has stopped
-// taking requests, before the process ends: [http.Server.Shutdown], then
-// this. The Authenticator stays usable; writes queued later are made as
-// these were.
+// with the number of writes left, and ends the background read of the
+// hosts' known addresses if it is still under way (see knownhosts.go).
+// Call it once the server has stopped taking requests, before the process
+// ends: [http.Server.Shutdown], then this. The Authenticator stays usable;
+// writes queued later are made as these were, and the host-login gate
+// learns known addresses from logins alone.
 func (a *Authenticator) Shutdown(ctx context.Context) error {
+	a.scan.stop()
 	if a.writes == nil {
 		return nil
 	}

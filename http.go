@@ -74,6 +74,7 @@ type totpRequest struct {
 // still win), or under a prefix with [http.StripPrefix]. [Config.Wire]
 // chooses the bytes of every answer.
 func (a *Authenticator) Handler() http.Handler {
+	a.startKnownScan()
 	routes := []route{
 		{http.MethodPost, "/api/hosts/adm/authenticate", a.Limit(a.serveHostLogin(answerHostLogin))},
 		{http.MethodPost, "/api/users/adm/authenticate", a.Limit(http.HandlerFunc(a.serveUserLogin))},

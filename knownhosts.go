@@ -13,10 +13,12 @@ import (
 // from (see internal/knownset). It places a login, it grants nothing, and
 // it reads no Store to do so, for a read to place a login would be the
 // very call the host gate bounds. It is filled in the background from the
-// Store when the Authenticator is made, so that a restart or a new replica
-// places an owner as the Store remembers it, and then from every host
-// login: each right one adds its pair, and each read of a host adds the
-// known clients other replicas wrote.
+// Store once the Authenticator serves host logins (its Handler is made, or
+// a host logs in), so that a restart or a new replica places an owner as
+// the Store remembers it, and then from every host login: each right one
+// adds its pair, and each read of a host adds the known clients other
+// replicas wrote. A program that only administers accounts never scans;
+// [Authenticator.Shutdown] ends a scan still under way.
 const (
 	// knownHostsMax bounds the hosts the set holds: at about 40 bytes a
 	// host (internal/knownset), some 40 MB at most.
@@ -30,17 +32,30 @@ const (
 	knownHostsTries = 6
 )
 
-// loadKnownHosts fills a.known from the Store's hosts, a batch at a time.
-func (a *Authenticator) loadKnownHosts() {
+// startKnownScan starts, once, the scan that fills a.known.
+func (a *Authenticator) startKnownScan() {
+	a.scan.once.Do(func() { go a.loadKnownHosts(a.scan.ctx) })
+}
+
+// loadKnownHosts fills a.known from the Store's hosts, a batch at a time,
+// until it has read them all or ctx ends.
+func (a *Authenticator) loadKnownHosts(ctx context.Context) {
 	after, wait := "", time.Second
 	for tries := 1; ; tries++ {
-		hosts, err := a.guard.ListHosts(context.Background(), after, knownHostsBatch)
+		hosts, err := a.guard.ListHosts(ctx, after, knownHostsBatch)
+		if ctx.Err() != nil {
+			return
+		}
 		if err != nil {
 			if tries == knownHostsTries {
 				a.log.Warn("the host-login gate knows only the hosts that log in from now on: listing the hosts failed", "err", err)
 				return
 			}
-			time.Sleep(wait)
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return
+			}
 			wait *= 2
 			continue
 		}

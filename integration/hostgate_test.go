@@ -98,6 +98,9 @@ func TestHostGateKnowsOwnerAfterRestart(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// It serves, as a server that mounts its handler does: it
+				// reads the known hosts from then on.
+				a.Handler()
 				t.Cleanup(func() { a.Shutdown(ctx) })
 			}
 			waitKnown := func(n int) {
@@ -232,6 +235,7 @@ func TestKnownHostsReadInBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.Handler() // it serves: it reads the known hosts from then on
 	for deadline := time.Now().Add(10 * time.Second); a.Stats().KnownHosts < hosts; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a new Authenticator knows %d of the %d hosts; want all", a.Stats().KnownHosts, hosts)
