@@ -117,6 +117,39 @@ func testSQLConcurrentStart(t *testing.T, d nmauth.Dialect, fresh func(*testing.
 	checkVersionsConsecutive(t, schemaVersions(t, dbs[0]))
 }
 
+// TestSQLiteStartBesideWriter starts a store on a new file while another
+// process holds its write lock before the file is in WAL, as a process
+// does while it turns a new file to WAL. The store's first connection,
+// which would turn the file too, is refused as busy at once, with no busy
+// timeout, so NewSQLStore must try it again: it is still waiting when its
+// context ends, and starts once the lock is released.
+func TestSQLiteStartBesideWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nmauth.db")
+	other, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	tx, err := other.Begin() // the write lock, the file still in rollback mode
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("CREATE TABLE other (a)"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := nmauth.NewSQLStore(ctx, openSQLite(t, path), nmauth.DialectSQLite); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("NewSQLStore beside a writer: %v, want it waiting until its context ends", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	db := openSQLite(t, path)
+	newSQLStore(t, db, nmauth.DialectSQLite)
+	checkPragmas(t, db)
+}
+
 func testSQLSchemaNewer(t *testing.T, d nmauth.Dialect, fresh func(*testing.T) sqlDatabase) {
 	db := fresh(t)(t)
 	newSQLStore(t, db, d)
