@@ -572,7 +572,7 @@ func grantLogin(ctx context.Context, a *Authenticator, name string) (UserLogin, 
 	var out UserLogin
 	err := a.store.UpdateUser(ctx, name, func(u *User) error {
 		var err error
-		out, err = a.grantUser(ctx, u, a.now())
+		out, err = a.grantUser(u, a.now(), a.cfg.UserTokenTTL)
 		return err
 	})
 	return out, err

@@ -42,10 +42,10 @@ type Config struct {
 	// that login's, the request's over HTTP with whatever the application
 	// put in it, and username is as [PrepareUsername] returns it. An
 	// answer of zero or less, or longer than UserTokenTTL, is
-	// UserTokenTTL. It is called once a login is granted, while the
-	// user's record is held for the update that grants it: it must not
-	// call the Store, and must be fast. An error fails the login as a
-	// Store fault does.
+	// UserTokenTTL. It is asked once the secret is right, before the
+	// update that grants the login (a TOTP code's, an extension's proof),
+	// under the Store deadline as the other hooks are; an error fails the
+	// login as a Store fault does (503), and counts no attempt.
 	UserTokenLifetime func(ctx context.Context, username string) (time.Duration, error)
 	// PreAuthTokenTTL is the lifetime of a pre-auth token. Defaults to 5
 	// minutes.

@@ -232,6 +232,12 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 	if err != nil {
 		return Completion{}, err
 	}
+	ttl := a.cfg.UserTokenTTL
+	if p.Kind == KindUser {
+		if ttl, err = a.userTokenTTL(ctx, u.Name); err != nil {
+			return Completion{}, err
+		}
+	}
 	var r secondFactor
 	var tok string
 	err = a.store.UpdateUser(ctx, u.Name, func(u *User) error {
@@ -258,10 +264,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 			return nil
 		}
 		g := u.State.v.Generation
-		ttl, err := a.userTokenTTL(ctx, u.Name)
-		if err != nil {
-			return err
-		}
+		var err error
 		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, totp: true, issuedAt: now, ttl: ttl, generation: &g})
 		return err
 	})
@@ -355,18 +358,21 @@ func (a *Authenticator) preAuthClaims(preAuthToken, username string) (*claims, s
 // token that passed a second factor, under the generation it read. It
 // emits check's event, and returns check's outcome beside the login.
 func (a *Authenticator) redeemPreAuth(ctx context.Context, name string, check func(u *User, now time.Time) secondFactor) (UserLogin, secondFactor, error) {
+	// The lifetime is asked before the update, which holds the record: a
+	// fault of it counts no attempt.
+	ttl, err := a.userTokenTTL(ctx, name)
+	if err != nil {
+		return UserLogin{}, secondFactor{}, err
+	}
 	now := a.now()
 	var r secondFactor
 	var tok string
-	err := a.store.UpdateUser(ctx, name, func(u *User) error {
+	err = a.store.UpdateUser(ctx, name, func(u *User) error {
 		if r = check(u, now); r.abort != nil || r.failed != nil {
 			return r.abort
 		}
 		gen := u.State.v.Generation
-		ttl, err := a.userTokenTTL(ctx, name)
-		if err != nil {
-			return err
-		}
+		var err error
 		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: name, totp: true, issuedAt: now, ttl: ttl, generation: &gen})
 		return err
 	})

@@ -3,7 +3,7 @@ package nmauth
 import (
 	"context"
 	"errors"
-	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nmauth/nmauth/internal/secret"
@@ -48,12 +48,13 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 		return a.store.UpdateUser(ctx, name, func(u *User) error { return fn(userAccount(u)) })
 	}, granted: &granted}
 	other := false
-	err := a.login(ctx, t, pw, a.askSecondFactor(name, &other), func(acc account, iat time.Time) error {
+	ttl := a.cfg.UserTokenTTL
+	err := a.login(ctx, t, pw, a.admitUser(name, &ttl, &other), func(acc account, iat time.Time) error {
 		var err error
 		if other {
 			out, err = a.grantPreAuth(acc.user, iat)
 		} else {
-			out, err = a.grantUser(ctx, acc.user, iat)
+			out, err = a.grantUser(acc.user, iat, ttl)
 		}
 		if out.TOTPRequired {
 			granted = EventLoginSecondFactorRequired
@@ -67,16 +68,32 @@ func (a *Authenticator) LoginUser(ctx context.Context, username, password string
 	return out, nil
 }
 
+// admitUser is what a user's right password asks before it is granted,
+// outside the update that grants it and under the login's deadline: the
+// lifetime of the token it earns, into *ttl, when [Config.UserTokenLifetime]
+// says it, and whether the user has a second factor of the application's
+// (see askSecondFactor), into *other. A refusal, a fault of a hook
+// included, gives the password's attempt back (see refuseRightPassword).
+func (a *Authenticator) admitUser(name string, ttl *time.Duration, other *bool) func(context.Context) error {
+	second := a.askSecondFactor(name, other)
+	if a.cfg.UserTokenLifetime == nil {
+		return second
+	}
+	return func(ctx context.Context) error {
+		var err error
+		if *ttl, err = a.userTokenTTL(ctx, name); err != nil || second == nil {
+			return err
+		}
+		return second(ctx)
+	}
+}
+
 // grantUser mints what a user's right password earns, inside the atomic
-// update that granted it: a user token, or with TOTP on a pre-auth token
-// (see grantPreAuth).
-func (a *Authenticator) grantUser(ctx context.Context, u *User, iat time.Time) (UserLogin, error) {
+// update that granted it: a user token of lifetime ttl, or with TOTP on a
+// pre-auth token (see grantPreAuth).
+func (a *Authenticator) grantUser(u *User, iat time.Time, ttl time.Duration) (UserLogin, error) {
 	if u.TOTPEnabled() {
 		return a.grantPreAuth(u, iat)
-	}
-	ttl, err := a.userTokenTTL(ctx, u.Name)
-	if err != nil {
-		return UserLogin{}, err
 	}
 	gen := u.State.v.Generation
 	tok, _, err := a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, issuedAt: iat, ttl: ttl, generation: &gen})
@@ -85,17 +102,24 @@ func (a *Authenticator) grantUser(ctx context.Context, u *User, iat time.Time) (
 
 // userTokenTTL is the lifetime of the token that a login of the user
 // named name earns in ctx: [Config.UserTokenLifetime]'s answer, at most
-// [Config.UserTokenTTL].
+// [Config.UserTokenTTL]. The hook runs as the other hooks of the
+// application do (see guardedStore.ask): under the Store deadline, never
+// while a record is held for an update; its fault is
+// [ErrStoreUnavailable].
 func (a *Authenticator) userTokenTTL(ctx context.Context, name string) (time.Duration, error) {
 	longest := a.cfg.UserTokenTTL
 	if a.cfg.UserTokenLifetime == nil {
 		return longest, nil
 	}
-	d, err := a.cfg.UserTokenLifetime(ctx, name)
-	if err != nil {
-		a.guard.log.storeFailed("user token lifetime", err)
-		return 0, fmt.Errorf("%w: user token lifetime: %w", ErrStoreUnavailable, err)
+	var answer atomic.Int64
+	if err := a.guard.call(ctx, "user token lifetime", func(ctx context.Context) error {
+		d, err := a.cfg.UserTokenLifetime(ctx, name)
+		answer.Store(int64(d))
+		return err
+	}, func(error) bool { return false }); err != nil {
+		return 0, err
 	}
+	d := time.Duration(answer.Load())
 	if d <= 0 || d > longest {
 		return longest, nil
 	}
