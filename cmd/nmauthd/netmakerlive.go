@@ -220,8 +220,12 @@ func (r *netmakerReader) userTokenTTLs(ctx context.Context) (netmakerUserTTLs, e
 		s.UI, s.Clients = 0, 0
 	}
 	minutes := func(m int) time.Duration {
-		if m <= 0 {
+		switch {
+		case m <= 0:
 			return netmakerDefaultUserTTL
+		case m > int(netmakerLongestUserTTL/time.Minute):
+			// Past the longest, and before the product overflows.
+			return netmakerLongestUserTTL
 		}
 		return time.Duration(m) * time.Minute
 	}

@@ -194,6 +194,13 @@ func TestNetmakerUserTokenLifetimes(t *testing.T) {
 			if got := loginAs(t, h, "netmaker-ui"); got != capped(10*time.Hour) {
 				t.Errorf("once Netmaker's lifetime for the web UI is 10 h: the token lives %v, want %v", got, capped(10*time.Hour))
 			}
+			// A setting so large that its minutes overflow a Duration is
+			// the longest nmauthd gives, never a short or negative one.
+			f.setUserTokenTTLs(t, 600, 1<<62)
+			f.now = f.now.Add(netmakerReadTTL)
+			if got := loginAs(t, h, ""); got != capped(netmakerLongestUserTTL) {
+				t.Errorf("once Netmaker's clients' lifetime is 2^62 min: the token lives %v, want %v", got, capped(netmakerLongestUserTTL))
+			}
 			if _, err := f.nm.Exec(`UPDATE server_settings SET value = '{"authprovider":"oidc"}'`); err != nil {
 				t.Fatal(err)
 			}
