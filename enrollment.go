@@ -6,12 +6,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/nmauth/nmauth/internal/secret"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/nmauth/nmauth/internal/secret"
 )
 
 // enrollKeyPrefix begins every enrollment key's secret (see

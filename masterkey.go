@@ -5,9 +5,10 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"github.com/nmauth/nmauth/internal/secret"
 	"log/slog"
 	"unicode/utf8"
+
+	"github.com/nmauth/nmauth/internal/secret"
 )
 
 // wellKnownMasterKey is the master key Netmaker ships with. It is public

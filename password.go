@@ -253,16 +253,3 @@ func preparePassword(password string) (string, error) {
 	}
 	return p, nil
 }
-
-// present prepares the secret a login of kind presents and classifies it,
-// once, at the door (see internal/secret): a host's may be a machine
-// secret, a user's is a password. The login carries what it returns down.
-// A secret that cannot be prepared comes back as presented, a password,
-// with an error wrapping [ErrInvalidPassword].
-func present(kind PrincipalKind, raw string) (secret.Presented, error) {
-	pw, err := secret.Prepare(raw, kind != KindUser)
-	if err != nil {
-		return pw, fmt.Errorf("%w: %w", ErrInvalidPassword, err)
-	}
-	return pw, nil
-}

@@ -5,8 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/nmauth/nmauth/internal/secret"
 	"strings"
+
+	"github.com/nmauth/nmauth/internal/secret"
 )
 
 // ParseSecrets reads root secrets for [Config.Secrets] from text, such as

@@ -43,6 +43,7 @@ import (
 // slowness against an attacker who holds both the database and the root
 // secret; online, guesses are limited the same either way. Give hosts
 // generated secrets.
+
 // machineBits is the least a machine secret holds.
 const machineBits = 128
 
