@@ -222,24 +222,12 @@ func (t *guardedTokens) CreateAccessToken(ctx context.Context, at AccessToken, m
 		func(err error) bool { return contractError(err) || errors.Is(err, ErrTooManyAccessTokens) })
 }
 
-func (t *guardedTokens) GetAccessToken(ctx context.Context, id string) (at AccessToken, err error) {
-	err = t.g.call(ctx, "get access token", func(ctx context.Context) error {
-		got, err := t.inner.GetAccessToken(ctx, id)
-		if err == nil {
-			at = got
-		}
-		return err
-	}, contractError)
-	return at, err
+func (t *guardedTokens) GetAccessToken(ctx context.Context, id string) (AccessToken, error) {
+	return guardedResult(t.g, ctx, "get access token", func(ctx context.Context) (AccessToken, error) { return t.inner.GetAccessToken(ctx, id) }, contractError)
 }
 
-func (t *guardedTokens) ListAccessTokens(ctx context.Context, userName string) (ats []AccessToken, err error) {
-	err = t.g.call(ctx, "list access tokens", func(ctx context.Context) error {
-		got, err := t.inner.ListAccessTokens(ctx, userName)
-		ats = got
-		return err
-	}, contractError)
-	return ats, err
+func (t *guardedTokens) ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error) {
+	return guardedList(t.g, ctx, "list access tokens", func(ctx context.Context) ([]AccessToken, error) { return t.inner.ListAccessTokens(ctx, userName) })
 }
 
 func (t *guardedTokens) DeleteAccessToken(ctx context.Context, id string) error {

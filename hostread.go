@@ -66,14 +66,7 @@ func (s *guardedStore) getHostLogin(ctx context.Context, id string) (h Host, err
 	if !ok {
 		return s.GetHost(ctx, id)
 	}
-	err = s.call(ctx, "get host", func(ctx context.Context) error {
-		got, err := lean.GetHostLogin(ctx, id)
-		if err == nil {
-			h = got
-		}
-		return err
-	}, contractError)
-	return h, err
+	return guardedResult(s, ctx, "get host", func(ctx context.Context) (Host, error) { return lean.GetHostLogin(ctx, id) }, contractError)
 }
 
 // hostCredential is what a host login keeps of a host whose login it

@@ -141,7 +141,11 @@ func (s *guardedStore) call(ctx context.Context, what string, op func(context.Co
 	if err == nil || keep(err) {
 		return err
 	}
-	s.log.storeFailed(what, err)
+	// A caller that went away (a client gone, a Shutdown) needs no log
+	// line: the Store did not fail.
+	if !errors.Is(err, context.Canceled) || ctx.Err() != context.Canceled {
+		s.log.storeFailed(what, err)
+	}
 	return fmt.Errorf("%w: %s: %w", ErrStoreUnavailable, what, err)
 }
 
@@ -153,33 +157,32 @@ func contractError(err error) bool {
 	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrExists) || errors.Is(err, ErrBrokenRecord)
 }
 
-func (s *guardedStore) GetUser(ctx context.Context, name string) (u User, err error) {
-	err = s.call(ctx, "get user", func(ctx context.Context) error {
-		got, err := s.Store.GetUser(ctx, name)
-		if err == nil {
-			u = got
-		}
-		return err
-	}, contractError)
-	return u, err
+func (s *guardedStore) GetUser(ctx context.Context, name string) (User, error) {
+	return guardedResult(s, ctx, "get user", func(ctx context.Context) (User, error) { return s.Store.GetUser(ctx, name) }, contractError)
 }
 
-func (s *guardedStore) ListUsers(ctx context.Context, after string, limit int) (users []User, err error) {
-	err = s.call(ctx, "list users", func(ctx context.Context) error {
-		got, err := s.Store.ListUsers(ctx, after, limit)
-		users = got
-		return err
-	}, contractError)
-	return users, err
+func (s *guardedStore) ListUsers(ctx context.Context, after string, limit int) ([]User, error) {
+	return guardedList(s, ctx, "list users", func(ctx context.Context) ([]User, error) { return s.Store.ListUsers(ctx, after, limit) })
 }
 
-func (s *guardedStore) ListHosts(ctx context.Context, after string, limit int) (hosts []Host, err error) {
-	err = s.call(ctx, "list hosts", func(ctx context.Context) error {
-		got, err := s.Store.ListHosts(ctx, after, limit)
-		hosts = got
+func (s *guardedStore) ListHosts(ctx context.Context, after string, limit int) ([]Host, error) {
+	return guardedList(s, ctx, "list hosts", func(ctx context.Context) ([]Host, error) { return s.Store.ListHosts(ctx, after, limit) })
+}
+
+// guardedList is guardedResult for a listing, which the Store may answer
+// with what it read beside its error: that is returned too, when the
+// call answered in time.
+func guardedList[T any](g *guardedStore, ctx context.Context, what string, op func(context.Context) ([]T, error)) ([]T, error) {
+	var got atomic.Pointer[[]T]
+	err := g.call(ctx, what, func(ctx context.Context) error {
+		v, err := op(ctx)
+		got.Store(&v)
 		return err
 	}, contractError)
-	return hosts, err
+	if p := got.Load(); p != nil && (err == nil || contractError(err)) {
+		return *p, err
+	}
+	return nil, err
 }
 
 func (s *guardedStore) CreateUser(ctx context.Context, u User) error {
@@ -191,13 +194,7 @@ func (s *guardedStore) DeleteUser(ctx context.Context, name string) error {
 }
 
 func (s *guardedStore) GetHost(ctx context.Context, id string) (h Host, err error) {
-	err = s.call(ctx, "get host", func(ctx context.Context) error {
-		got, err := s.Store.GetHost(ctx, id)
-		if err == nil {
-			h = got
-		}
-		return err
-	}, contractError)
+	h, err = guardedResult(s, ctx, "get host", func(ctx context.Context) (Host, error) { return s.Store.GetHost(ctx, id) }, contractError)
 	return h, err
 }
 
