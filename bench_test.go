@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/nmauth/nmauth/internal/hashfmt"
+	"github.com/nmauth/nmauth/internal/otpauth"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -522,7 +523,7 @@ func BenchmarkRawQR(b *testing.B) {
 	b.ReportAllocs()
 	cpu := startCPU(b)
 	for b.Loop() {
-		if _, err := qrDataURL(url); err != nil {
+		if _, err := otpauth.QRDataURL(url); err != nil {
 			b.Fatal(err)
 		}
 	}

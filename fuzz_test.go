@@ -54,17 +54,3 @@ func FuzzEnrollmentSignature(f *testing.F) {
 		}
 	})
 }
-
-func FuzzRecoveryCode(f *testing.F) {
-	f.Add("abcd-efgh-ijkm-npqr")
-	f.Add("ABCD EFGH")
-	f.Fuzz(func(t *testing.T, code string) {
-		if isRecoveryCode(code) && len(normalizeRecoveryCode(code)) != recoveryCodeChars {
-			t.Fatalf("isRecoveryCode(%q) with wrong length", code)
-		}
-		u := &User{RecoveryCodes: []string{hashRecoveryCode("abcd-efgh-ijkm-npqr")}}
-		if useRecoveryCode(u, code) != (normalizeRecoveryCode(code) == "abcdefghijkmnpqr") {
-			t.Fatalf("useRecoveryCode(%q) disagrees with normalisation", code)
-		}
-	})
-}

@@ -185,7 +185,7 @@ func lockedPassword() []any {
 }
 
 // latestTOTPStep is the latest step a code is checked against now (see
-// matchTOTP).
+// otpauth.Match).
 func latestTOTPStep() []any { return []any{time.Now().Unix()/totpPeriod + 1} }
 
 // newRandomGeneration is a generation no token carries.

@@ -1,44 +1,20 @@
 package nmauth
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha1"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base32"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/draw"
-	"image/png"
-	"io"
-	"strings"
 	"time"
 
-	"github.com/boombuler/barcode/qr"
-	"github.com/pquerna/otp"
-	"github.com/pquerna/otp/totp"
+	"github.com/nmauth/nmauth/internal/otpauth"
+	"github.com/nmauth/nmauth/internal/recovery"
 )
 
-// TOTP parameters: every enrollment uses these, as authenticator apps
-// expect.
+// The TOTP step and secret size of every enrollment.
 const (
-	totpPeriod     = 30
-	totpDigits     = 6
-	totpSecretSize = 20 // 160 bits
-	qrSize         = 256
-)
-
-// Recovery codes: 10 of them, each 16 characters of base32 (80 bits).
-const (
-	recoveryCodeCount = 10
-	recoveryCodeChars = 16
+	totpPeriod     = otpauth.Period
+	totpSecretSize = otpauth.SecretSize
 )
 
 // maxTOTPFailuresPerToken is how many wrong codes a pre-auth token survives.
@@ -118,23 +94,11 @@ func (a *Authenticator) InitTOTP(ctx context.Context, p Principal, username stri
 	if err != nil {
 		return Enrollment{}, err
 	}
-	secret := make([]byte, totpSecretSize)
-	if _, err := io.ReadFull(a.cfg.Rand, secret); err != nil {
-		return Enrollment{}, fmt.Errorf("nmauth: totp secret: %w", err)
-	}
-	key, err := totp.Generate(totp.GenerateOpts{
-		Issuer:      a.cfg.Issuer,
-		AccountName: u.Name,
-		Period:      totpPeriod,
-		Secret:      secret,
-		Digits:      otp.DigitsSix,
-		Algorithm:   otp.AlgorithmSHA1,
-	})
+	url, err := otpauth.NewURL(a.cfg.Rand, a.cfg.Issuer, u.Name)
 	if err != nil {
-		return Enrollment{}, fmt.Errorf("nmauth: totp key: %w", err)
+		return Enrollment{}, err
 	}
-	url := key.URL()
-	qrCode, err := qrDataURL(url)
+	qrCode, err := otpauth.QRDataURL(url)
 	if err != nil {
 		return Enrollment{}, err
 	}
@@ -143,34 +107,6 @@ func (a *Authenticator) InitTOTP(ctx context.Context, p Principal, username stri
 		Signature: a.ring.signer().enrollmentSignature(u.Name, url, u.State.v.Generation, a.now().Add(a.cfg.EnrollmentTTL)),
 		QRCode:    qrCode,
 	}, nil
-}
-
-// qrDataURL draws the URL as a QR code with whole-pixel modules and the
-// four-module quiet zone the QR standard asks for, so that every camera
-// reads it, and returns it as a PNG data: URL.
-func qrDataURL(url string) (string, error) {
-	code, err := qr.Encode(url, qr.M, qr.Auto)
-	if err != nil {
-		return "", fmt.Errorf("nmauth: qr code: %w", err)
-	}
-	const quiet = 4
-	n := code.Bounds().Dx()
-	scale := max(1, qrSize/(n+2*quiet))
-	side := (n + 2*quiet) * scale
-	img := image.NewPaletted(image.Rect(0, 0, side, side), color.Palette{color.White, color.Black})
-	for y := range n {
-		for x := range n {
-			if code.At(x, y) == color.Black {
-				draw.Draw(img, image.Rect((x+quiet)*scale, (y+quiet)*scale, (x+quiet+1)*scale, (y+quiet+1)*scale), image.Black, image.Point{}, draw.Src)
-			}
-		}
-	}
-	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img); err != nil {
-		return "", fmt.Errorf("nmauth: qr code: %w", err)
-	}
-	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }
 
 // errSealedSecret marks a stored TOTP secret that will not open.
@@ -206,29 +142,29 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 	if !a.ring.checkEnrollment(u.Name, url, signature, gen, now) {
 		return Completion{}, ErrInvalidEnrollment
 	}
-	secret, err := enrollmentSecret(url, u.Name, a.cfg.Issuer)
-	if err != nil {
-		return Completion{}, err
+	secret, ok := otpauth.Secret(url, u.Name, a.cfg.Issuer)
+	if !ok {
+		return Completion{}, ErrInvalidEnrollment
 	}
-	if !wellFormedTOTP(code) {
+	if !otpauth.WellFormed(code) {
 		return Completion{}, ErrMalformedCode
 	}
 	// The new secret's steps have never been used: its first code is
 	// compared with no earlier step.
-	step, _ := matchTOTP(secret, code, now, -1)
+	step, _ := otpauth.Match(secret, code, now, -1)
 	if step < 0 {
 		return Completion{}, errWrongEnrollmentCode
 	}
 	needCurrent := p.Kind != KindMaster && u.TOTPEnabled()
-	recovery := isRecoveryCode(current)
-	if needCurrent && !recovery && !wellFormedTOTP(current) {
+	isRecovery := recovery.IsCode(current)
+	if needCurrent && !isRecovery && !otpauth.WellFormed(current) {
 		return Completion{}, errCurrentFactorNeeded
 	}
 	sealed, err := a.ring.sealTOTP(a.cfg.Rand, u.Name, secret)
 	if err != nil {
 		return Completion{}, err
 	}
-	codes, hashes, err := newRecoveryCodes(a.cfg.Rand)
+	codes, hashes, err := recovery.New(a.cfg.Rand)
 	if err != nil {
 		return Completion{}, err
 	}
@@ -251,7 +187,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 			return errCurrentFactorNeeded
 		}
 		if needCurrent {
-			if r = a.checkCurrentFactor(u, current, recovery, now); r.abort != nil || r.failed != nil {
+			if r = a.checkCurrentFactor(u, current, isRecovery, now); r.abort != nil || r.failed != nil {
 				return r.abort
 			}
 		}
@@ -284,11 +220,11 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 
 // checkCurrentFactor checks the code of the second factor being replaced,
 // under the same backoff and counters as verify-totp.
-func (a *Authenticator) checkCurrentFactor(u *User, code string, recovery bool, now time.Time) secondFactor {
+func (a *Authenticator) checkCurrentFactor(u *User, code string, isRecovery bool, now time.Time) secondFactor {
 	if now.Before(u.State.v.TOTPBlockedUntil) {
 		return secondFactor{abort: &RetryError{Reason: ErrThrottled, RetryAfter: u.State.v.TOTPBlockedUntil.Sub(now)}, event: EventTOTPThrottled}
 	}
-	return a.matchSecondFactor(u, code, recovery, now)
+	return a.matchSecondFactor(u, code, isRecovery, now)
 }
 
 // dataFault logs a TOTP secret that will not open, naming the user and
@@ -301,21 +237,6 @@ func (a *Authenticator) dataFault(err error, name string) error {
 	return err
 }
 
-// enrollmentSecret reads the secret back from a signed otpauth URL and
-// checks that it is the URL this package makes for the user.
-func enrollmentSecret(rawURL, name, issuer string) ([]byte, error) {
-	key, err := otp.NewKeyFromURL(rawURL)
-	if err != nil || key.Type() != "totp" || key.AccountName() != name || key.Issuer() != issuer ||
-		key.Period() != totpPeriod || key.Digits() != otp.DigitsSix || key.Algorithm() != otp.AlgorithmSHA1 {
-		return nil, ErrInvalidEnrollment
-	}
-	secret, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(strings.ToUpper(key.Secret()))
-	if err != nil || len(secret) != totpSecretSize {
-		return nil, ErrInvalidEnrollment
-	}
-	return secret, nil
-}
-
 // VerifyTOTP redeems a pre-auth token from [Authenticator.LoginUser] with a
 // TOTP code or a recovery code, and returns a user token. A code is
 // accepted once only; a pre-auth token is redeemed once and dies after
@@ -326,14 +247,14 @@ func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, 
 	if err != nil {
 		return UserLogin{}, err
 	}
-	recovery := isRecoveryCode(code)
-	if !recovery && !wellFormedTOTP(code) {
+	isRecovery := recovery.IsCode(code)
+	if !isRecovery && !otpauth.WellFormed(code) {
 		return UserLogin{}, ErrMalformedCode
 	}
 	out, r, err := a.redeemPreAuth(ctx, name, func(u *User, now time.Time) secondFactor {
-		return a.checkSecondFactor(u, c, code, recovery, now)
+		return a.checkSecondFactor(u, c, code, isRecovery, now)
 	})
-	if err == nil && recovery {
+	if err == nil && isRecovery {
 		out.RecoveryCodesLeft = &r.remaining
 	}
 	return out, err
@@ -406,14 +327,14 @@ type secondFactor struct {
 // code is counted in the same atomic update that checks it, so concurrent
 // guesses are all counted and a Store that cannot record refuses right and
 // wrong codes alike.
-func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, recovery bool, now time.Time) secondFactor {
+func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, isRecovery bool, now time.Time) secondFactor {
 	if !u.TOTPEnabled() {
 		return secondFactor{abort: ErrUnauthenticated}
 	}
 	if err := preAuthStanding(u, c, now); err != nil {
 		return standingRefusal(err, EventTOTPThrottled)
 	}
-	return a.matchSecondFactor(u, code, recovery, now)
+	return a.matchSecondFactor(u, code, isRecovery, now)
 }
 
 // preAuthStanding refuses, with [ErrUnauthenticated], a pre-auth token that
@@ -444,18 +365,18 @@ func standingRefusal(err error, throttled EventType) secondFactor {
 
 // matchSecondFactor checks a TOTP or recovery code of u and counts a
 // wrong one.
-func (a *Authenticator) matchSecondFactor(u *User, code string, recovery bool, now time.Time) secondFactor {
+func (a *Authenticator) matchSecondFactor(u *User, code string, isRecovery bool, now time.Time) secondFactor {
 	r := secondFactor{event: EventTOTPVerified}
 	ok := false
-	if recovery {
-		ok = useRecoveryCode(u, code)
+	if isRecovery {
+		u.RecoveryCodes, ok = recovery.Use(u.RecoveryCodes, code)
 		r.event, r.remaining = EventRecoveryCodeUsed, len(u.RecoveryCodes)
 	} else {
 		secret, err := a.ring.openTOTP(u.Name, u.TOTPSecret)
 		if err != nil {
 			return secondFactor{abort: fmt.Errorf("%w: %w", errSealedSecret, err)}
 		}
-		step, replayed := matchTOTP(secret, code, now, u.State.v.TOTPLastStep)
+		step, replayed := otpauth.Match(secret, code, now, u.State.v.TOTPLastStep)
 		if ok = step >= 0; ok {
 			u.State.v.TOTPLastStep = step
 		} else if replayed {
@@ -489,133 +410,4 @@ func settleSecondFactor(u *User, passed bool, now time.Time) {
 		u.State.v.PreAuthID, u.State.v.PreAuthFailures = "", 0
 	}
 	u.State.v.TOTPBlockedUntil = addDelay(now, totpDelay(u.State.v.TOTPFailures))
-}
-
-// hotp computes the RFC 4226 dynamic truncation of HMAC-SHA1(secret, counter).
-func hotp(secret []byte, counter uint64) uint32 {
-	var msg [8]byte
-	binary.BigEndian.PutUint64(msg[:], counter)
-	m := hmac.New(sha1.New, secret)
-	m.Write(msg[:])
-	sum := m.Sum(nil)
-	off := sum[len(sum)-1] & 0x0f
-	return binary.BigEndian.Uint32(sum[off:]) & 0x7fffffff
-}
-
-// totpCode returns the code for a 30-second step as a fixed-width string.
-func totpCode(secret []byte, step int64, digits int) string {
-	mod := uint32(1)
-	for range digits {
-		mod *= 10
-	}
-	return fmt.Sprintf("%0*d", digits, hotp(secret, uint64(step))%mod)
-}
-
-// matchTOTP checks code against steps T-1, T and T+1, comparing every one
-// in constant time. It returns the latest matching step after lastStep, or
-// -1; replayed reports a match at a step already used.
-func matchTOTP(secret []byte, code string, now time.Time, lastStep int64) (step int64, replayed bool) {
-	t := now.Unix() / totpPeriod
-	step = -1
-	for s := t - 1; s <= t+1; s++ {
-		if subtle.ConstantTimeCompare([]byte(totpCode(secret, s, totpDigits)), []byte(code)) == 1 {
-			if s > lastStep {
-				step = s
-			} else {
-				replayed = true
-			}
-		}
-	}
-	return step, replayed
-}
-
-func wellFormedTOTP(code string) bool {
-	if len(code) != totpDigits {
-		return false
-	}
-	for i := 0; i < len(code); i++ {
-		if code[i] < '0' || code[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// recoveryAlphabet has 32 symbols, so a random byte masked to 5 bits picks
-// one without bias.
-const recoveryAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
-
-// newRecoveryCodes returns fresh codes formatted xxxx-xxxx-xxxx-xxxx and
-// their hashes.
-func newRecoveryCodes(rnd io.Reader) (codes, hashes []string, err error) {
-	buf := make([]byte, recoveryCodeChars)
-	for range recoveryCodeCount {
-		if _, err := io.ReadFull(rnd, buf); err != nil {
-			return nil, nil, fmt.Errorf("nmauth: recovery code: %w", err)
-		}
-		var b strings.Builder
-		for i, x := range buf {
-			if i > 0 && i%4 == 0 {
-				b.WriteByte('-')
-			}
-			b.WriteByte(recoveryAlphabet[x&31])
-		}
-		codes = append(codes, b.String())
-		hashes = append(hashes, hashRecoveryCode(b.String()))
-	}
-	return codes, hashes, nil
-}
-
-// normalizeRecoveryCode drops dashes and spaces and lowers the case, so a
-// code typed by hand matches.
-func normalizeRecoveryCode(code string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '-' || r == ' ':
-			return -1
-		case r >= 'A' && r <= 'Z':
-			return r + 'a' - 'A'
-		}
-		return r
-	}, code)
-}
-
-func isRecoveryCode(code string) bool {
-	if len(code) > 4*recoveryCodeChars {
-		return false
-	}
-	n := normalizeRecoveryCode(code)
-	if len(n) != recoveryCodeChars {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		if strings.IndexByte(recoveryAlphabet, n[i]) < 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// hashRecoveryCode is a plain SHA-256: with 80 random bits a code cannot be
-// found from its hash by search.
-func hashRecoveryCode(code string) string {
-	sum := sha256.Sum256([]byte(normalizeRecoveryCode(code)))
-	return hex.EncodeToString(sum[:])
-}
-
-// useRecoveryCode removes the matching code from u and reports whether
-// there was one. Every stored hash is compared.
-func useRecoveryCode(u *User, code string) bool {
-	h := []byte(hashRecoveryCode(code))
-	found := -1
-	for i, stored := range u.RecoveryCodes {
-		if subtle.ConstantTimeCompare(h, []byte(stored)) == 1 {
-			found = i
-		}
-	}
-	if found < 0 {
-		return false
-	}
-	u.RecoveryCodes = append(u.RecoveryCodes[:found:found], u.RecoveryCodes[found+1:]...)
-	return true
 }
