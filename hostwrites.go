@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/batch"
 	"github.com/nmauth/nmauth/internal/state"
 )
 
@@ -54,12 +53,8 @@ const defaultHostWriteQueue = 16384
 const hostWriteBatch = 1024
 
 // hostWriteTimeout bounds one batch's transaction; a batch that fails is
-// tried again, after hostWriteRetry doubling up to a second, until it is
-// written.
-const (
-	hostWriteTimeout = 10 * time.Second
-	hostWriteRetry   = 50 * time.Millisecond
-)
+// tried again until it is written (see [batch.Writer]).
+const hostWriteTimeout = 10 * time.Second
 
 // hostWrite is the write of one right host login, made from what the
 // login read: it applies only while the host's digest is still the one
@@ -125,14 +120,13 @@ func sameClients(a, b []state.Client) bool {
 }
 
 // hostWriter queues the writes of right host logins and applies them in
-// batches on one goroutine, which runs while writes wait and ends when
-// none do; so writes of one host are applied in the order they were
-// queued, and an Authenticator left without [Authenticator.Shutdown]
-// leaves no goroutine behind once its writes are made.
+// batches (see [batch.Queue]); so writes of one host are applied in the
+// order they were queued, and an Authenticator left without
+// [Authenticator.Shutdown] leaves no goroutine behind once its writes are
+// made.
 type hostWriter struct {
 	store HostBatchStore
 	log   *slog.Logger
-	bound int
 	// lost is called with the host of each write that was not made as its
 	// login read the host: not applied, applied with the host changed
 	// since, or in a batch the Store did not take (each time it does
@@ -141,14 +135,7 @@ type hostWriter struct {
 	lost func(id string)
 	// failing is set while the Store does not take a batch.
 	failing atomic.Bool
-
-	mu      sync.Mutex
-	queue   []hostWrite
-	running bool
-	// idle is closed when the goroutine ends with nothing queued.
-	idle chan struct{}
-	// busy counts the writes taken from the queue and not yet written.
-	busy int
+	queue   *batch.Queue[hostWrite]
 }
 
 // newHostWriter returns the writer of store, which queues at most bound
@@ -158,94 +145,25 @@ func newHostWriter(store Store, bound int, log *slog.Logger) *hostWriter {
 	if !ok || bound < 0 {
 		return nil
 	}
-	idle := make(chan struct{})
-	close(idle)
-	return &hostWriter{store: b, log: log, bound: bound, idle: idle, lost: func(string) {}}
+	q := &hostWriter{store: b, log: log, lost: func(string) {}}
+	q.queue = batch.New[hostWrite](q, bound, hostWriteBatch)
+	return q
 }
 
 // enqueue queues w; it reports false, queuing nothing, when the queue is
 // full.
-func (q *hostWriter) enqueue(w hostWrite) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.queue)+q.busy >= q.bound {
-		return false
-	}
-	q.queue = append(q.queue, w)
-	if !q.running {
-		q.running = true
-		q.idle = make(chan struct{})
-		go q.run()
-	}
-	return true
-}
+func (q *hostWriter) enqueue(w hostWrite) bool { return q.queue.Enqueue(w) }
 
-// run applies the queued writes, a batch at a time, until none wait.
-func (q *hostWriter) run() {
-	wait := hostWriteRetry
-	failing := false
-	for {
-		q.mu.Lock()
-		if len(q.queue) == 0 && q.busy == 0 {
-			q.running = false
-			close(q.idle)
-			q.mu.Unlock()
-			return
-		}
-		if q.busy == 0 {
-			q.busy = min(len(q.queue), hostWriteBatch)
-		}
-		batch := slices.Clone(q.queue[:q.busy])
-		q.mu.Unlock()
-		if err := q.write(batch); err != nil {
-			q.failing.Store(true)
-			for i := range batch {
-				q.lost(batch[i].id)
-			}
-			// The batch stays at the head of the queue, counted against
-			// its bound, until the Store takes it. One line says so, with
-			// the stack of a panic, and one more when it does.
-			var p *storePanicError
-			switch {
-			case failing:
-			case errors.As(err, &p):
-				q.log.Error("the store panicked in update hosts; host login writes wait for it", "writes", len(batch),
-					"panic", p.v, "stack", p.stack)
-			default:
-				q.log.Warn("host login writes wait for the store", "writes", len(batch), "err", err)
-			}
-			failing = true
-			time.Sleep(wait)
-			wait = min(2*wait, time.Second)
-			continue
-		}
-		if failing {
-			q.log.Info("host login writes reach the store again")
-		}
-		wait, failing = hostWriteRetry, false
-		q.failing.Store(false)
-		q.mu.Lock()
-		q.queue = slices.Delete(q.queue, 0, q.busy)
-		q.busy = 0
-		q.mu.Unlock()
-	}
-}
-
-// write applies batch in one UpdateHosts. A write whose host changed
+// Write applies batch in one UpdateHosts. A write whose host changed
 // since its login's read, or is gone, is dropped as grantLogin's update
 // would refuse it; a broken record is logged.
-func (q *hostWriter) write(batch []hostWrite) (err error) {
+func (q *hostWriter) Write(batch []hostWrite) error {
 	ctx, cancel := context.WithTimeout(context.Background(), hostWriteTimeout)
 	defer cancel()
 	updates := make([]HostUpdate, len(batch))
 	for i := range batch {
 		updates[i] = HostUpdate{ID: batch[i].id, Fn: batch[i].apply}
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			err = &storePanicError{v: v, stack: string(debug.Stack())}
-		}
-	}()
 	if err := q.store.UpdateHosts(ctx, updates); err != nil {
 		return err
 	}
@@ -260,31 +178,36 @@ func (q *hostWriter) write(batch []hostWrite) (err error) {
 	return nil
 }
 
-// storePanicError is a panic of the Store in UpdateHosts, with its stack,
-// which run logs once however often the batch is tried again.
-type storePanicError struct {
-	v     any
-	stack string
+// Failed drops the cached credentials of a batch the Store did not take.
+// The batch waits for the Store; one line says so, with the stack of a
+// panic, and one more when it takes it (see Recovered).
+func (q *hostWriter) Failed(writes []hostWrite, err error, again bool) {
+	q.failing.Store(true)
+	for i := range writes {
+		q.lost(writes[i].id)
+	}
+	var p *batch.Panic
+	switch {
+	case again:
+	case errors.As(err, &p):
+		q.log.Error("the store panicked in update hosts; host login writes wait for it", "writes", len(writes),
+			"panic", p.Value, "stack", p.Stack)
+	default:
+		q.log.Warn("host login writes wait for the store", "writes", len(writes), "err", err)
+	}
 }
 
-func (e *storePanicError) Error() string {
-	return fmt.Sprintf("nmauth: the store panicked in update hosts: %v", e.v)
+func (q *hostWriter) Recovered() {
+	q.log.Info("host login writes reach the store again")
+	q.failing.Store(false)
 }
 
 // flush waits until every write queued so far is made, or ctx ends.
 func (q *hostWriter) flush(ctx context.Context) error {
-	q.mu.Lock()
-	idle := q.idle
-	q.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		q.mu.Lock()
-		n := len(q.queue)
-		q.mu.Unlock()
-		return fmt.Errorf("nmauth: %d host login writes not made: %w", n, ctx.Err())
+	if n, err := q.queue.Flush(ctx); err != nil {
+		return fmt.Errorf("nmauth: %d host login writes not made: %w", n, err)
 	}
+	return nil
 }
 
 // Shutdown waits until the writes of host logins that wait in the queue

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"reflect"
-	"runtime/debug"
-	"sync"
-	"sync/atomic"
-	"time"
+
+	"github.com/nmauth/nmauth/internal/guard"
 )
 
 // guardedStore puts every call of a Store under Config.StoreTimeout and
@@ -21,57 +18,12 @@ import (
 // errors of an update callback pass through unchanged.
 type guardedStore struct {
 	Store
-	timeout time.Duration
-	log     *faultLog
-	// panics logs the Store's panics, apart from its failures, so that
-	// neither kind of line hides the other.
-	panics *faultLog
-	// idle hands a call to a goroutine that has run one before and waits
-	// for another (see run).
-	idle chan func()
+	g *guard.Guard
 }
 
 // newGuardedStore puts cfg.Store under the guard, logging to cfg.Logger.
 func newGuardedStore(cfg Config) *guardedStore {
-	return &guardedStore{
-		Store:   cfg.Store,
-		timeout: cfg.StoreTimeout,
-		log:     &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second},
-		panics:  &faultLog{log: cfg.Logger, now: cfg.Now, interval: time.Second},
-		idle:    make(chan func()),
-	}
-}
-
-// workerIdle is how long a goroutine that ran a Store call waits for the
-// next before it ends.
-const workerIdle = 10 * time.Second
-
-// run runs job on a goroutine of its own: one that ran a call before and
-// is waiting for the next, or else a new one. A SQL driver's call goes
-// deep, and a new goroutine would grow and copy its stack on every call;
-// one that is reused grew it once. A goroutine stays busy as long as its
-// call does, so a Store that hangs takes new goroutines, never the place
-// of a call that would answer.
-func (s *guardedStore) run(job func()) {
-	select {
-	case s.idle <- job:
-	default:
-		go s.work(job)
-	}
-}
-
-func (s *guardedStore) work(job func()) {
-	timer := time.NewTimer(workerIdle)
-	defer timer.Stop()
-	for {
-		job()
-		timer.Reset(workerIdle)
-		select {
-		case job = <-s.idle:
-		case <-timer.C:
-			return
-		}
-	}
+	return &guardedStore{Store: cfg.Store, g: guard.New(cfg.StoreTimeout, ErrStoreUnavailable, cfg.Logger, cfg.Now)}
 }
 
 // checkStore refuses a Store that is nil or a nil pointer (or map, slice,
@@ -91,62 +43,10 @@ func checkStore(s Store) error {
 	return nil
 }
 
-// storePanic is a panic of the Store, recovered on the goroutine the guard
-// ran the call on. It answers 500: a bug, not a fault that waiting mends.
-type storePanic struct {
-	what  string
-	value any
-}
-
-func (p *storePanic) Error() string {
-	return fmt.Sprintf("nmauth: the store panicked in %s: %v", p.what, p.value)
-}
-
-// call runs op under the deadline. op runs on a goroutine of its own so that
-// the answer leaves at the deadline even if the Store does not honour its
-// context; the Store still gets the cancellation, so its transaction
-// rolls back. keep reports the errors that are not the Store's failures.
-//
-// No recover of the caller's (net/http's, a router's) reaches op's
-// goroutine, so a panic there would end the process: it is recovered
-// here, logged with its stack at a bounded rate, and returned as an error
-// of this call alone.
+// call runs op under the deadline (see [guard.Guard.Call]); keep reports
+// the errors that are not the Store's failures.
 func (s *guardedStore) call(ctx context.Context, what string, op func(context.Context) error, keep func(error) bool) error {
-	// A call within a login already has the login's deadline, which is
-	// no later than this one would be: it needs no timer of its own.
-	if deadline, ok := ctx.Deadline(); !ok || time.Until(deadline) > s.timeout {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.timeout)
-		defer cancel()
-	}
-	done := make(chan error, 1)
-	s.run(func() {
-		defer func() {
-			if v := recover(); v != nil {
-				s.panics.storePanicked(what, v, debug.Stack())
-				done <- &storePanic{what: what, value: v}
-			}
-		}()
-		done <- op(ctx)
-	})
-	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if p, ok := err.(*storePanic); ok {
-		return p
-	}
-	if err == nil || keep(err) {
-		return err
-	}
-	// A caller that went away (a client gone, a Shutdown) needs no log
-	// line: the Store did not fail.
-	if !errors.Is(err, context.Canceled) || ctx.Err() != context.Canceled {
-		s.log.storeFailed(what, err)
-	}
-	return fmt.Errorf("%w: %s: %w", ErrStoreUnavailable, what, err)
+	return s.g.Call(ctx, what, op, keep)
 }
 
 // contractError reports the errors the Store contract gives a meaning:
@@ -173,16 +73,7 @@ func (s *guardedStore) ListHosts(ctx context.Context, after string, limit int) (
 // with what it read beside its error: that is returned too, when the
 // call answered in time.
 func guardedList[T any](g *guardedStore, ctx context.Context, what string, op func(context.Context) ([]T, error)) ([]T, error) {
-	var got atomic.Pointer[[]T]
-	err := g.call(ctx, what, func(ctx context.Context) error {
-		v, err := op(ctx)
-		got.Store(&v)
-		return err
-	}, contractError)
-	if p := got.Load(); p != nil && (err == nil || contractError(err)) {
-		return *p, err
-	}
-	return nil, err
+	return guard.List(g.g, ctx, what, op, contractError)
 }
 
 func (s *guardedStore) CreateUser(ctx context.Context, u User) error {
@@ -206,86 +97,15 @@ func (s *guardedStore) DeleteHost(ctx context.Context, id string) error {
 	return s.call(ctx, "delete host", func(ctx context.Context) error { return s.Store.DeleteHost(ctx, id) }, contractError)
 }
 
-// UpdateUser runs fn on a copy and hands the caller's fn the result only
-// once the Store has committed, so that an update abandoned at the
-// deadline never leaks a half-made change into the caller's variables.
+// UpdateUser runs fn only while its caller waits (see [guard.Update]), so
+// that an update abandoned at the deadline never leaks a half-made change
+// into the caller's variables.
 func (s *guardedStore) UpdateUser(ctx context.Context, name string, fn func(*User) error) error {
-	return guardUpdate(s, ctx, "update user", name, s.Store.UpdateUser, fn, cloneUser)
+	return guard.Update(s.g, ctx, "update user", name, s.Store.UpdateUser, fn, contractError)
 }
 
 func (s *guardedStore) UpdateHost(ctx context.Context, id string, fn func(*Host) error) error {
-	return guardUpdate(s, ctx, "update host", id, s.Store.UpdateHost, fn, cloneHost)
-}
-
-// guardUpdate runs an update under the deadline. fn's own error is
-// returned unchanged; any other error is the Store's. fn runs on the
-// Store's goroutine, under a lock that makes its writes visible here once
-// the update returns; past the deadline the caller no longer waits, and
-// whatever fn wrote is never read.
-func guardUpdate[R any](s *guardedStore, ctx context.Context, what, key string,
-	update func(context.Context, string, func(*R) error) error, fn func(*R) error, clone func(R) R) error {
-	var mu sync.Mutex
-	var fnErr error
-	abandoned := false
-	err := s.call(ctx, what, func(ctx context.Context) error {
-		return update(ctx, key, func(r *R) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if abandoned {
-				return context.DeadlineExceeded
-			}
-			fnErr = fn(r)
-			return fnErr
-		})
-	}, func(err error) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		abandoned = true
-		return contractError(err) || fnErr != nil && err == fnErr
-	})
-	mu.Lock()
-	abandoned = true
-	mu.Unlock()
-	return err
-}
-
-// faultLog logs Store failures at a bounded rate: at most one line per
-// interval, with the number of failures not logged since the last line.
-type faultLog struct {
-	log      *slog.Logger
-	now      func() time.Time
-	interval time.Duration
-
-	mu      sync.Mutex
-	last    time.Time
-	dropped int
-}
-
-// allow reports whether a line may be logged now, and how many were not
-// logged since the last one that was.
-func (l *faultLog) allow() (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	if !l.last.IsZero() && now.Sub(l.last) < l.interval && !now.Before(l.last) {
-		l.dropped++
-		return false, 0
-	}
-	dropped := l.dropped
-	l.last, l.dropped = now, 0
-	return true, dropped
-}
-
-func (l *faultLog) storeFailed(what string, err error) {
-	if ok, dropped := l.allow(); ok {
-		l.log.Error("store unavailable", "op", what, "err", err, "not_logged_since_last", dropped)
-	}
-}
-
-func (l *faultLog) storePanicked(what string, value any, stack []byte) {
-	if ok, dropped := l.allow(); ok {
-		l.log.Error("store panicked", "op", what, "panic", fmt.Sprint(value), "stack", string(stack), "not_logged_since_last", dropped)
-	}
+	return guard.Update(s.g, ctx, "update host", id, s.Store.UpdateHost, fn, contractError)
 }
 
 // Ready reports whether the Store answers within [Config.StoreTimeout]:
@@ -310,11 +130,5 @@ const readinessProbe = "nmauth readiness"
 // if the hook ignores its context, with a panic contained (a 500). Any
 // error, the deadline's included, is [ErrStoreUnavailable].
 func (s *guardedStore) ask(ctx context.Context, what string, hook func(context.Context) (bool, error)) (bool, error) {
-	var ok atomic.Bool
-	err := s.call(ctx, what, func(ctx context.Context) error {
-		v, err := hook(ctx)
-		ok.Store(v)
-		return err
-	}, func(error) bool { return false })
-	return ok.Load() && err == nil, err
+	return s.g.Ask(ctx, what, hook)
 }
