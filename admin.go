@@ -160,7 +160,7 @@ func (a *Authenticator) newPasswordHash(ctx context.Context, password string) (s
 
 // newHostCredential checks a host's new password against the policy of
 // users' and returns what is stored of it: the digest of a machine secret
-// (see machinesecret.go) when it qualifies as one, else an argon2id hash.
+// (see credential.go) when it qualifies as one, else an argon2id hash.
 func (a *Authenticator) newHostCredential(ctx context.Context, id, password string) (string, error) {
 	pw, err := checkPasswordPolicy(password)
 	if err != nil {

@@ -223,6 +223,10 @@ func clientKey(ctx context.Context) string {
 // Store: one account's right logins make no address known to another,
 // and no churn through other accounts forgets an owner's address.
 func (a *Authenticator) entrant(ctx context.Context, t loginTarget) entrant {
+	if t.absent {
+		// No account holds the name: it waits with the names no account has.
+		return entrant{Client: clientOfContext(ctx), Class: classNobody, Weight: houseThreads}
+	}
 	return entrant{
 		Client:   clientOfContext(ctx),
 		Account:  loginAccount(t),

@@ -2,7 +2,15 @@ package nmauth
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"hash"
+	"io"
+	"strings"
 
 	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/secret"
@@ -11,57 +19,96 @@ import (
 // How a login checks the secret it was presented, prepared and classified
 // once at the door (see internal/secret), against what an account stores,
 // and what it stores next: as Django's check_password, the stored
-// credential is identified once (hashfmt), then verified and asked whether
-// it needs an update on that one format; the answer carries the new
-// credential, so that nothing after the check holds the secret.
+// credential is identified once (identify), then verified and asked
+// whether it needs an update on that one format (verify); the answer
+// carries the new credential, so that nothing after the check holds the
+// secret. Every check of a presented secret is verify's; the rest of the
+// file is the machine-secret digest, keyed by the root secrets, that
+// access tokens and enrollment keys use too.
 
-// failUnknown spends the time of a real check of pw, so that an unknown
-// name cannot be told from a wrong password: a digest for a host's
-// machine secret, an argon2id run otherwise.
-func (a *Authenticator) failUnknown(ctx context.Context, kind PrincipalKind, name string, pw secret.Presented) error {
-	if pw.Machine {
-		a.ring.dummyMachineCheck(name, pw.Text)
-	} else if err := a.hasher.verifyDummy(ctx, pw.Text); err != nil {
-		return err
-	}
-	a.emit(ctx, Event{Type: EventLoginFailed, Kind: kind, Name: safeName(name)})
-	return ErrInvalidCredentials
+// credential is an account's stored credential as a login identified it,
+// once: a machine-secret digest, with the key of the root secret it is
+// under, or a password hash of the registry (hashfmt), parsed and bounded.
+// The zero credential is that of an account that does not exist, which
+// verify answers wrong after the work of a right secret's check.
+type credential struct {
+	found  bool
+	stored string
+	format hashfmt.Format
+	// key and mac are a machine digest's.
+	key *ringKey
+	mac [sha256.Size]byte
+	// hash is a password hash's.
+	hash hashfmt.Hash
+	// err is why the credential cannot be checked: a fault of the data.
+	err error
 }
 
-// verify checks pw against an account's stored credential, of the format
-// the caller identified once from it: a machine-secret digest or a
-// password hash. For a right secret of an account that may log in
-// (grantable), next is what the credential is stored as from now on, ""
-// to keep it (see nextCredential); a disabled account's right secret
-// costs no more than a wrong one. A password hash whose check runs more
-// threads than the *held hashing slots the caller holds takes as many
-// first (see [passwordHasher.grow]), whose error, of the gate, is
+// identify reads an account's stored credential once, without spending
+// any work on it.
+func (a *Authenticator) identify(stored string) credential {
+	c := credential{found: true, stored: stored, format: hashfmt.Identify(stored)}
+	if c.format == hashfmt.MachineDigest {
+		var mac []byte
+		c.key, mac, c.err = a.ring.parseMachineDigest(stored)
+		copy(c.mac[:], mac)
+	} else {
+		c.hash, c.err = a.hasher.engines().Parse(c.format, stored)
+	}
+	return c
+}
+
+// identified is c when c is what stored was identified as, else stored
+// identified now: a login that read the credential once checks what it
+// read without identifying it again.
+func (a *Authenticator) identified(c credential, stored string) credential {
+	if c.found && c.stored == stored {
+		return c
+	}
+	return a.identify(stored)
+}
+
+// verify checks pw against c. For a right secret of an account that may
+// log in (grantable), next is what the credential is stored as from now
+// on, "" to keep it (see nextCredential); a disabled account's right
+// secret costs no more than a wrong one. An account that does not exist
+// costs what a right secret's check costs: a digest for a host's machine
+// secret, an argon2id run otherwise. A password hash whose check runs
+// more threads than the *held hashing slots the caller holds takes as
+// many first (see [passwordHasher.grow]), whose error, of the gate, is
 // returned as it is; a machine digest takes none. A credential that
 // cannot be read, or whose parameters are beyond the bounds of a login's
 // work, is a fault of the data, never a wrong password, and nothing is
 // computed on it. The error names the account and what is wrong, never
 // the hash; the route that answers 500 logs it, once.
-func (a *Authenticator) verify(ctx context.Context, t loginTarget, format hashfmt.Format, stored string, pw secret.Presented,
+func (a *Authenticator) verify(ctx context.Context, t loginTarget, c credential, pw secret.Presented,
 	grantable bool, held *int) (ok bool, next string, err error) {
 	var upgrade bool
-	if format == hashfmt.MachineDigest {
-		ok, upgrade, err = a.ring.checkMachineSecret(stored, t.name, pw.Text)
-	} else {
-		var hash hashfmt.Hash
-		if hash, err = hashfmt.Parse(format, stored); err == nil {
-			if err := a.hasher.grow(ctx, held, hash.Threads()); err != nil {
-				return false, "", err
-			}
-			ok, upgrade, err = a.hasher.engines().Check(hash, pw.Text)
+	switch {
+	case !c.found && pw.Machine:
+		got := machineMAC(a.ring.signer(), t.name, pw.Text)
+		_ = hmac.Equal(got[:], c.mac[:])
+		return false, "", nil
+	case !c.found:
+		_, _, _ = a.hasher.dummyHash().Check(pw.Text)
+		return false, "", nil
+	case c.err != nil:
+		return false, "", credentialFault(t, c.err)
+	case c.key != nil:
+		got := machineMAC(c.key, t.name, pw.Text)
+		ok, upgrade = hmac.Equal(got[:], c.mac[:]), c.key != a.ring.signer()
+	default:
+		if err := a.hasher.grow(ctx, held, c.hash.Threads()); err != nil {
+			return false, "", err
 		}
-	}
-	if err != nil {
-		return false, "", credentialFault(t, err)
+		if ok, upgrade, err = c.hash.Check(pw.Text); err != nil {
+			return false, "", credentialFault(t, err)
+		}
 	}
 	if !ok || !grantable {
 		return ok, "", nil
 	}
-	return true, a.nextCredential(t, format, pw, upgrade), nil
+	return true, a.nextCredential(t, c.format, pw, upgrade), nil
 }
 
 // credentialFault is the error of t's stored credential that cannot be
@@ -90,4 +137,84 @@ func (a *Authenticator) nextCredential(t loginTarget, format hashfmt.Format, pw 
 		return ""
 	}
 	return hash
+}
+
+// machineDigestPrefix begins the stored form of a machine secret (see
+// internal/secret for what qualifies as one, and hashfmt for the format).
+const machineDigestPrefix = hashfmt.MachineDigestPrefix
+
+// machineMAC is the HMAC of a host's secret under one root secret's
+// machine subkey. The host id is part of the message, length first, so
+// that two hosts with the same secret store different digests.
+//
+// The HMAC states are kept in the key's pool between calls, so that a
+// login does not allocate and key a new one.
+func machineMAC(k *ringKey, name, secret string) (mac [sha256.Size]byte) {
+	m, _ := k.machineHMACs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, k.machine)
+	}
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(name)))
+	m.Write(n[:])
+	io.WriteString(m, name)
+	io.WriteString(m, secret)
+	m.Sum(mac[:0])
+	m.Reset()
+	k.machineHMACs.Put(m)
+	return mac
+}
+
+// digestMachineSecret returns the stored form of a machine secret under
+// the first root secret: "$nmauth-hmac-sha256$k=<key id>$<base64 MAC>".
+func (r *keyRing) digestMachineSecret(name, secret string) string {
+	k := r.signer()
+	mac := machineMAC(k, name, secret)
+	return machineDigestPrefix + k.id + "$" + base64.RawStdEncoding.EncodeToString(mac[:])
+}
+
+// checkMachineSecret reports whether secret is the one stored, in constant
+// time, and whether the stored form should be replaced because it is
+// under a root secret other than the first. A stored form that is
+// malformed, or under a root secret no longer configured, gives an error
+// wrapping errMalformedHash: the secret cannot be checked, through no
+// fault of the holder.
+func (r *keyRing) checkMachineSecret(stored, name, secret string) (ok, upgrade bool, err error) {
+	k, mac, err := r.parseMachineDigest(stored)
+	if err != nil {
+		return false, false, err
+	}
+	if got := machineMAC(k, name, secret); !hmac.Equal(got[:], mac) {
+		return false, false, nil
+	}
+	return true, k != r.signer(), nil
+}
+
+// parseMachineDigest reads a stored digest strictly and finds its key.
+func (r *keyRing) parseMachineDigest(stored string) (*ringKey, []byte, error) {
+	rest, _ := strings.CutPrefix(stored, machineDigestPrefix)
+	id, b64, found := strings.Cut(rest, "$")
+	if _, err := hex.DecodeString(id); err != nil || !found || len(id) != 16 {
+		return nil, nil, fmt.Errorf("%w: machine secret digest: bad key id", errMalformedHash)
+	}
+	mac, err := base64.RawStdEncoding.Strict().DecodeString(b64)
+	if err != nil || len(mac) != sha256.Size || base64.RawStdEncoding.EncodeToString(mac) != b64 {
+		return nil, nil, fmt.Errorf("%w: machine secret digest: bad encoding", errMalformedHash)
+	}
+	k := r.byID(id)
+	if k == nil {
+		return nil, nil, fmt.Errorf("%w: machine secret digest under root secret %s, which is not configured", errMalformedHash, id)
+	}
+	return k, mac, nil
+}
+
+// machineDigestKeyID is the key id a stored digest names, "" if stored is
+// no machine-secret digest.
+func machineDigestKeyID(stored string) string {
+	rest, ok := strings.CutPrefix(stored, machineDigestPrefix)
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, "$")
+	return id
 }

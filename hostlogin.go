@@ -10,50 +10,22 @@ import (
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
-// loginHostTurn runs [Authenticator.loginMachine] in a host login's turn
-// at the host gate, under a deadline of StoreTimeout from when the turn
-// comes. A host with a password hash leaves the gate before it waits for
-// a hashing slot, so that password logins never hold up machine secrets.
-// A login granted from the cache of machine credentials (see
-// hostCredential) reads no Store and takes no turn: it costs a digest and
-// a signature.
-func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, pw secret.Presented, read *identified,
-	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
-	client := clientKey(parent)
-	if e := a.cachedHost(t.name, client, a.now()); e != nil && e.checks(t.name, pw.Text) {
-		// Such a grant writes nothing, and its one call out, admit (a
-		// hook that the Store guard runs under StoreTimeout of its own),
-		// needs no deadline from here: the login arms no timer.
-		_, err := a.grantMachine(parent, t, e.account(t.name, client), "", client, nil, admit, grant)
-		return true, err
-	}
-	if err := a.hostGate.Acquire(parent, a.hostEntrant(parent, t, client)); err != nil {
-		return true, err
-	}
-	defer a.hostGate.Release(1)
-	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
-	defer cancel()
-	handled, err = a.loginMachine(ctx, t, pw, read, admit, grant)
-	if handled && err == nil {
-		// The host's next logins from client wait with the known at the
-		// host gate. One granted from the cache is known already: the
-		// read that made the entry added the host's known clients.
-		a.known.Add(t.name, client)
-	}
-	return handled, err
-}
-
 // loginMachine is the login of a host whose stored credential is a
-// machine-secret digest; handled is false for any other, which takes the
-// rest of [Authenticator.login]. A clean success costs one read (none
-// when [Authenticator.loginHostTurn] grants it from the cache of machine
-// credentials), one digest and one signature, and writes nothing: the
-// token carries the generation read, so a revocation or a new secret
-// that moves it on refuses the token as it refuses every older one. A write happens only
-// when something changes: failures to reset, a client address not yet
-// known to the host, a digest under a root secret other than the first;
-// with a [HostBatchStore] it waits for the next batch (see
-// [Authenticator.grantMachine]).
+// machine-secret digest; handled is false for any other, which takes
+// [Authenticator.login], with what this read and identified of the
+// credential in *read. A login granted from the cache of machine
+// credentials (see hostCredential) reads no Store and takes no turn at
+// the host gate: it costs a digest and a signature. Any other takes a
+// turn, and a deadline of StoreTimeout from when the turn comes; a host
+// with a password hash leaves the gate before it waits for a hashing
+// slot, so that password logins never hold up machine secrets. A clean
+// success costs one read, one digest and one signature, and writes
+// nothing: the token carries the generation read, so a revocation or a
+// new secret that moves it on refuses the token as it refuses every
+// older one. A write happens only when something changes: failures to
+// reset, a client address not yet known to the host, a digest under a
+// root secret other than the first; with a [HostBatchStore] it waits for
+// the next batch (see [Authenticator.grantMachine]).
 //
 // Unlike a password, a machine secret's attempt is counted after the
 // check, and only when it fails: guessing a 128-bit secret is hopeless
@@ -61,28 +33,59 @@ func (a *Authenticator) loginHostTurn(parent context.Context, t loginTarget, pw 
 // verdict unless its failure is recorded, so a Store that cannot record
 // answers a wrong secret 503, never 401. docs/security.md
 // says why this keeps every guarantee of the count before the check.
-//
-// read is what it read and identified of a stored credential that is no
-// machine-secret digest, for the rest of the login.
-func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, pw secret.Presented, read *identified,
+func (a *Authenticator) loginMachine(parent context.Context, t loginTarget, pw secret.Presented, read *credential,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
-	client := clientKey(ctx)
-	for changes := 0; changes <= maxHashChanges; changes++ {
-		cache := a.hostCacheBefore(t.name)
-		acc, err := t.read(ctx)
-		var format hashfmt.Format
-		if err == nil {
-			format = hashfmt.Identify(*acc.hash)
-			*read = identified{hash: *acc.hash, as: format, ok: true}
-			// What other replicas made known places this one's logins too.
-			a.rememberKnown(t.name, *acc.clients)
+	client := clientKey(parent)
+	// Only a right secret is answered from the cache; any other login
+	// reads the Store as if it were not there.
+	cached := a.cachedHost(t.name, client, a.now())
+	ctx, inTurn := parent, false
+	for changes := 0; changes <= maxHashChanges; {
+		var acc account
+		var c credential
+		var cache hostCacheState
+		if cached != nil {
+			acc, c = cached.account(t.name, client), cached.credential()
+		} else {
+			if !inTurn && !t.absent {
+				var leave func()
+				if ctx, leave, err = a.hostTurn(parent, t, client); err != nil {
+					return true, err
+				}
+				defer leave()
+				inTurn = true
+			}
+			cache = a.hostCacheBefore(t.name)
+			acc, err = t.read(ctx)
+			if err == nil {
+				c = a.identify(*acc.hash)
+				*read = c
+				// What other replicas made known places this one's logins too.
+				a.rememberKnown(t.name, *acc.clients)
+			}
+			if err != nil || c.format != hashfmt.MachineDigest {
+				a.dropHost(t.name, false)
+			}
+			switch {
+			case errors.Is(err, ErrNotFound) && pw.Machine:
+				// The check below costs what a right secret's does.
+			case errors.Is(err, ErrNotFound):
+				return false, nil // login spends an argon2id run
+			case err != nil:
+				return true, err
+			case c.format != hashfmt.MachineDigest:
+				return false, nil
+			}
+			if wait := attemptWait(acc, client, a.now()); c.found && wait > 0 {
+				a.emit(ctx, Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
+				return true, &RetryError{Reason: ErrThrottled, RetryAfter: wait}
+			}
 		}
-		if err != nil || format != hashfmt.MachineDigest {
-			a.dropHost(t.name, false)
-		}
+		ok, next, err := a.verify(ctx, t, c, pw, c.found && !*acc.disabled, nil)
 		switch {
-		case errors.Is(err, ErrNotFound) && pw.Machine:
-			a.ring.dummyMachineCheck(t.name, pw.Text)
+		case err != nil:
+			return true, err
+		case !c.found:
 			// The store work of a wrong secret's count (countFailure): an
 			// update, which a SQLStore commits for a missing record too,
 			// so that the answer's time does not tell which ids are held,
@@ -92,22 +95,17 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, pw secr
 			}
 			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
 			return true, t.unknown
-		case errors.Is(err, ErrNotFound):
-			return false, nil // the rest of login spends an argon2id run
-		case err != nil:
+		case cached != nil && ok:
+			// Such a grant writes nothing, and its one call out, admit (a
+			// hook that the Store guard runs under StoreTimeout of its own),
+			// needs no deadline from here: the login arms no timer. The
+			// host is known from client already: the read that made the
+			// entry added the host's known clients.
+			_, err := a.grantMachine(parent, t, acc, "", client, nil, admit, grant)
 			return true, err
-		case format != hashfmt.MachineDigest:
-			return false, nil
-		}
-		now := a.now()
-		if wait := attemptWait(acc, client, now); wait > 0 {
-			a.emit(ctx, Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
-			return true, &RetryError{Reason: ErrThrottled, RetryAfter: wait}
-		}
-		hash := *acc.hash
-		ok, next, err := a.verify(ctx, t, format, hash, pw, !*acc.disabled, nil)
-		if err != nil {
-			return true, err
+		case cached != nil:
+			cached = nil
+			continue
 		}
 		if ok && !*acc.disabled {
 			// A read with nothing to write is cached as read; one with a
@@ -122,8 +120,13 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, pw secr
 			case !clean && !seeded:
 				a.dropHost(t.name, false)
 			}
+			if err == nil {
+				// The host's next logins from client wait with the known
+				// at the host gate.
+				a.known.Add(t.name, client)
+			}
 		} else {
-			err = a.countFailure(ctx, t, hash, client)
+			err = a.countFailure(ctx, t, c.stored, client)
 			// A failure counted, or a disabled host, is seen by the next
 			// login at once; so is a Store that could not count.
 			a.dropHost(t.name, true)
@@ -131,8 +134,19 @@ func (a *Authenticator) loginMachine(ctx context.Context, t loginTarget, pw secr
 		if !errors.Is(err, errHashChanged) {
 			return true, err
 		}
+		changes++
 	}
 	return true, errHashChangedTooOften
+}
+
+// hostTurn waits for a host login's turn at the host gate, and gives it
+// a deadline of StoreTimeout from when the turn comes; leave ends both.
+func (a *Authenticator) hostTurn(parent context.Context, t loginTarget, client string) (ctx context.Context, leave func(), err error) {
+	if err := a.hostGate.Acquire(parent, a.hostEntrant(parent, t, client)); err != nil {
+		return parent, nil, err
+	}
+	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
+	return ctx, func() { cancel(); a.hostGate.Release(1) }, nil
 }
 
 // grantMachine grants the login of a right machine secret, minting its
@@ -254,24 +268,21 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 		return "", "", macErr
 	}
 	pw, pwErr := secret.Prepare(password, true)
-	if err := errors.Join(idErr, pwErr); err != nil {
-		if err := a.failUnknown(ctx, kind, id, pw); !errors.Is(err, ErrInvalidCredentials) {
-			return "", "", err
-		}
-		return "", "", ErrUnknownHost
-	}
 	t := loginTarget{kind: kind, name: id, unknown: ErrUnknownHost, update: func(ctx context.Context, fn func(account) error) error {
 		return a.store.UpdateHost(ctx, id, func(h *Host) error { return fn(hostAccount(h)) })
 	}, read: func(ctx context.Context) (account, error) {
 		h, err := a.guard.getHostLogin(ctx, id)
 		return hostAccount(&h), err
 	}}
+	if idErr != nil || pwErr != nil {
+		t.nobody()
+	}
 	var admitHost func(context.Context) error
 	if admit != nil {
 		admitHost = func(ctx context.Context) error { return admit(ctx, id) }
 	}
 	var tok, registered string
-	err := a.login(ctx, t, pw, admitHost, func(acc account, iat time.Time) error {
+	grant := func(acc account, iat time.Time) error {
 		h := acc.host
 		registered = h.MACAddress
 		if a.cfg.RefuseMACChange && h.MACAddress != "" && mac != h.MACAddress {
@@ -282,7 +293,12 @@ func (a *Authenticator) loginHost(ctx context.Context, id, mac, password string,
 		var err error
 		tok, _, err = a.minter.mint(args)
 		return err
-	})
+	}
+	var read credential
+	handled, err := a.loginMachine(ctx, t, pw, &read, admitHost, grant)
+	if !handled {
+		err = a.login(ctx, t, pw, read, admitHost, grant)
+	}
 	if errors.Is(err, ErrForbidden) && registered != "" {
 		a.emit(ctx, Event{Type: EventHostMACRefused, Kind: kind, Name: id})
 	}

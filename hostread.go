@@ -2,11 +2,11 @@ package nmauth
 
 import (
 	"context"
-	"crypto/hmac"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/state"
 )
 
@@ -124,10 +124,10 @@ func (a *Authenticator) cachedHost(id, client string, now time.Time) *hostCreden
 	return e
 }
 
-// checks reports, in constant time, whether secret is the host's.
-func (e *hostCredential) checks(id, secret string) bool {
-	got := machineMAC(e.key, id, secret)
-	return hmac.Equal(got[:], e.mac[:])
+// credential is the host's digest as its check reads it, identified when
+// e was made.
+func (e *hostCredential) credential() credential {
+	return credential{found: true, format: hashfmt.MachineDigest, key: e.key, mac: e.mac}
 }
 
 // account returns the host's record as the login of client reads it from

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
@@ -22,6 +21,8 @@ type loginTarget struct {
 	read func(ctx context.Context) (account, error)
 	// unknown is the error for an account the Store does not hold.
 	unknown error
+	// absent is set for a name no account can hold (see nobody).
+	absent bool
 	// granted, when set, is the event of a granted login, which grant
 	// sets: a user's password that earned a pre-auth token is
 	// [EventLoginSecondFactorRequired]. Otherwise it is
@@ -37,23 +38,16 @@ func (t loginTarget) grantedEvent() EventType {
 	return EventLoginSucceeded
 }
 
-// identified is a stored credential as a login identified its format
-// (see hashfmt.Identify), so that it is identified once: the host path
-// identifies what it reads, and the rest of the login reuses it for the
-// same credential.
-type identified struct {
-	hash string
-	as   hashfmt.Format
-	ok   bool
-}
-
-// format is the format of the stored credential hash: as identified when
-// it is the one identified, else identified now.
-func (r identified) format(hash string) hashfmt.Format {
-	if r.ok && r.hash == hash {
-		return r.as
+// nobody makes t the target of a login that no account can answer: its
+// name, or the secret, could not be prepared. Its reads and updates find
+// no account without asking the Store, so that the login does the work of
+// an unknown account's; its events name the name bounded (safeName).
+func (t *loginTarget) nobody() {
+	t.absent, t.name = true, safeName(t.name)
+	t.update = func(context.Context, func(account) error) error { return ErrNotFound }
+	if t.read != nil {
+		t.read = func(context.Context) (account, error) { return hostAccount(&Host{}), ErrNotFound }
 	}
-	return hashfmt.Identify(hash)
 }
 
 // errHashChanged stops a grant whose account got another password hash
@@ -68,9 +62,11 @@ const maxHashChanges = 2
 // changing under it: a fault of the moment, not a wrong password.
 var errHashChangedTooOften = fmt.Errorf("%w: the password changed during the login", ErrStoreUnavailable)
 
-// login is the one login path of users, hosts and nodes. A host whose
-// stored credential is a machine-secret digest takes [loginMachine];
-// every other account, in order:
+// login is the one login path of users, hosts and nodes but a host whose
+// stored credential is a machine-secret digest, which takes
+// [Authenticator.loginMachine] instead; read is what that read and
+// identified of the host's credential, the zero credential for a user. In
+// order:
 //
 //  1. a hashing slot is taken, the slots of the house argon2id's threads,
 //     so that an overload refuses the attempt before anything is counted;
@@ -92,21 +88,16 @@ var errHashChangedTooOften = fmt.Errorf("%w: the password changed during the log
 //     thus never minted for a password that a concurrent change replaced,
 //     nor under a generation that a concurrent revocation moved past.
 //
-// grant gets the time to put in the token.
-func (a *Authenticator) login(ctx context.Context, t loginTarget, pw secret.Presented,
+// An account that does not exist spends the same argon2id run, and so
+// does a name that no account can hold (see loginTarget.nobody). grant
+// gets the time to put in the token.
+func (a *Authenticator) login(ctx context.Context, t loginTarget, pw secret.Presented, read credential,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) error {
 	// The login waits for its turn first; its deadline, for its Store
 	// calls and hooks, starts once it has one, so that a login that waited
 	// behind a burst still has the whole of StoreTimeout. The queue's own
 	// bound, QueueTimeout, bounds the wait.
 	parent := ctx
-	var read identified
-	if t.read != nil {
-		handled, err := a.loginHostTurn(parent, t, pw, &read, admit, grant)
-		if handled {
-			return err
-		}
-	}
 	if err := a.hasher.acquire(parent, a.entrant(parent, t)); err != nil {
 		return err
 	}
@@ -125,25 +116,29 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, pw secret.Pres
 		hash, disabled = *acc.hash, *acc.disabled
 		return nil
 	})
+	found := !errors.Is(err, ErrNotFound)
 	switch {
 	case errors.Is(err, ErrThrottled):
 		a.emit(ctx, Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
 		return err
-	case errors.Is(err, ErrNotFound):
-		a.hasher.checkDummy(pw.Text)
-		a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
-		return t.unknown
-	case err != nil:
+	case err != nil && found:
 		return err
 	}
 	deadline, _ := ctx.Deadline()
 	for changes := 0; ; changes++ {
 		left := time.Until(deadline)
 		hashed := time.Now()
-		format := read.format(hash)
-		ok, next, err := a.verify(parent, t, format, hash, pw, !disabled, &held)
-		if err != nil {
+		var c credential
+		if found {
+			c = a.identified(read, hash)
+		}
+		ok, next, err := a.verify(parent, t, c, pw, !disabled, &held)
+		switch {
+		case err != nil:
 			return err
+		case !found:
+			a.emit(ctx, Event{Type: EventLoginFailed, Kind: t.kind, Name: t.name})
+			return t.unknown
 		}
 		// A disabled account answers as a wrong password does, before
 		// admit can tell a right one apart by refusing it otherwise.

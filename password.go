@@ -165,12 +165,12 @@ func (h *passwordHasher) hashHeld(password string) (string, error) {
 
 // verify reports whether password matches the stored hash encoded, and
 // whether that hash should be replaced by a fresh one (see
-// [hashfmt.Engines.Check]). upgrade is only ever true when ok is. It
+// [hashfmt.Hash.Check]). upgrade is only ever true when ok is. It
 // waits for as many slots as the hash's check runs threads. A malformed
 // or unknown hash gives an error wrapping errMalformedHash, before any
 // wait; a full queue or an ended ctx gives their errors.
 func (h *passwordHasher) verify(ctx context.Context, encoded, password string) (ok, upgrade bool, err error) {
-	hash, err := hashfmt.Parse(hashfmt.Identify(encoded), encoded)
+	hash, err := h.engines().Parse(hashfmt.Identify(encoded), encoded)
 	if err != nil {
 		return false, false, err
 	}
@@ -179,7 +179,7 @@ func (h *passwordHasher) verify(ctx context.Context, encoded, password string) (
 		return false, false, err
 	}
 	defer h.release(threads)
-	return h.engines().Check(hash, password)
+	return hash.Check(password)
 }
 
 // engines are the hasher's engines of hashfmt: the real work, or the
@@ -198,29 +198,28 @@ func (h *passwordHasher) verifyDummy(ctx context.Context, password string) error
 		return err
 	}
 	defer h.release(houseThreads)
-	h.checkDummy(password)
+	_, _, _ = h.dummyHash().Check(password)
 	return nil
 }
 
-// checkDummy is verifyDummy for a caller that already holds a slot: the
-// dummy is a house argon2id hash, of the house's lanes.
-func (h *passwordHasher) checkDummy(password string) {
-	h.dummyOnce.Do(h.makeDummy)
-	_, _, _ = h.engines().Verify(hashfmt.Argon2id, h.dummy, password)
-}
-
-// makeDummy builds the dummy hash from random bytes rather than from a
-// password: no password can be known to match it, and building it costs
-// no argon2id run. Should rnd fail, zero bytes serve as well, since the
-// dummy protects nothing.
-func (h *passwordHasher) makeDummy() {
-	buf := make([]byte, argonSaltLen+argonKeyLen)
-	_, _ = io.ReadFull(h.rnd, buf)
-	h.dummy = encodeArgonHash(argonHash{
-		Params: currentArgonParams(),
-		Salt:   buf[:argonSaltLen],
-		Key:    buf[argonSaltLen:],
+// dummyHash is the hash that an account that does not exist is checked
+// against, by a caller that holds the slots of the house's lanes: a house
+// argon2id hash of random bytes rather than of a password, so that no
+// password can be known to match it, and building it costs no argon2id
+// run. Should rnd fail, zero bytes serve as well, since the dummy
+// protects nothing.
+func (h *passwordHasher) dummyHash() hashfmt.Hash {
+	h.dummyOnce.Do(func() {
+		buf := make([]byte, argonSaltLen+argonKeyLen)
+		_, _ = io.ReadFull(h.rnd, buf)
+		h.dummy = encodeArgonHash(argonHash{
+			Params: currentArgonParams(),
+			Salt:   buf[:argonSaltLen],
+			Key:    buf[argonSaltLen:],
+		})
 	})
+	d, _ := h.engines().Parse(hashfmt.Argon2id, h.dummy)
+	return d
 }
 
 // checkPasswordPolicy prepares a new password as [preparePassword] does and

@@ -228,7 +228,7 @@ type ringKey struct {
 	jwt    [numKinds][]byte
 	enroll []byte
 	seal   cipher.AEAD
-	// machine keys the digests of machine secrets (see machinesecret.go);
+	// machine keys the digests of machine secrets (see credential.go);
 	// machineHMACs holds HMAC states under it, ready to reuse.
 	machine      []byte
 	machineHMACs sync.Pool

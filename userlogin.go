@@ -2,7 +2,6 @@ package nmauth
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -39,17 +38,18 @@ type UserLogin struct {
 func (a *Authenticator) LoginUser(ctx context.Context, username, password string) (UserLogin, error) {
 	name, nameErr := PrepareUsername(username)
 	pw, pwErr := secret.Prepare(password, false)
-	if err := errors.Join(nameErr, pwErr); err != nil {
-		return UserLogin{}, a.failUnknown(ctx, KindUser, username, pw)
-	}
 	var out UserLogin
 	granted := EventLoginSucceeded
 	t := loginTarget{kind: KindUser, name: name, unknown: ErrInvalidCredentials, update: func(ctx context.Context, fn func(account) error) error {
 		return a.store.UpdateUser(ctx, name, func(u *User) error { return fn(userAccount(u)) })
 	}, granted: &granted}
+	if nameErr != nil || pwErr != nil {
+		t.name = username
+		t.nobody()
+	}
 	other := false
 	ttl := a.cfg.UserTokenTTL
-	err := a.login(ctx, t, pw, a.admitUser(name, &ttl, &other), func(acc account, iat time.Time) error {
+	err := a.login(ctx, t, pw, credential{}, a.admitUser(name, &ttl, &other), func(acc account, iat time.Time) error {
 		var err error
 		if other {
 			out, err = a.grantPreAuth(acc.user, iat)

@@ -83,9 +83,17 @@ func (a Argon2idHash) Encode() string {
 		a.Memory, a.Time, a.Threads, b64.EncodeToString(a.Salt), b64.EncodeToString(a.Key))
 }
 
-func (e Engines) checkArgon2id(stored Argon2idHash, password string) (ok, needsUpdate bool, err error) {
-	p := stored.Params
-	key := e.ArgonIDKey([]byte(password), stored.Salt, p.Time, p.Memory, p.Threads, uint32(len(stored.Key)))
+// argon2idCheck is a house argon2id hash, checked by its engine.
+type argon2idCheck struct {
+	e Engines
+	Argon2idHash
+}
+
+func (c argon2idCheck) Threads() int { return int(c.Params.Threads) }
+
+func (c argon2idCheck) Check(password string) (ok, needsUpdate bool, err error) {
+	stored, p := c.Argon2idHash, c.Params
+	key := c.e.ArgonIDKey([]byte(password), stored.Salt, p.Time, p.Memory, p.Threads, uint32(len(stored.Key)))
 	if subtle.ConstantTimeCompare(key, stored.Key) != 1 {
 		return false, false, nil
 	}

@@ -22,10 +22,17 @@ func isBcryptPrefix(s string) bool {
 	return strings.HasPrefix(s, "$2a$") || strings.HasPrefix(s, "$2b$") || strings.HasPrefix(s, "$2y$")
 }
 
-// checkBcrypt checks password against encoded, which checkBcryptHash
-// accepted.
-func (e Engines) checkBcrypt(encoded, password string) (ok, needsUpdate bool, err error) {
-	err = e.BcryptCompare([]byte(encoded), []byte(password))
+// bcryptCheck is a bcrypt hash that checkBcryptHash accepted, checked by
+// its engine. It is always replaced once it matches.
+type bcryptCheck struct {
+	e       Engines
+	encoded string
+}
+
+func (c bcryptCheck) Threads() int { return 1 }
+
+func (c bcryptCheck) Check(password string) (ok, needsUpdate bool, err error) {
+	err = c.e.BcryptCompare([]byte(c.encoded), []byte(password))
 	switch {
 	case err == nil:
 		return true, true, nil

@@ -3,16 +3,17 @@
 // only recognises: checking one needs the root secrets), bcrypt, and the
 // formats an import may bring from other systems (argon2i, scrypt,
 // PBKDF2-SHA256 in PHC and Django form). A stored hash is identified once
-// ([Identify]) and parsed once ([Parse]); the [Hash] found then says how
-// many threads its check runs ([Hash.Threads]), and is asked to verify a
-// password and whether it needs an update ([Engines.Check]), as Django's
-// check_password does with identify_hasher, verify and must_update.
+// ([Identify]) and parsed once ([Engines.Parse]); the [Hash] found then
+// says how many threads its check runs ([Hash.Threads]), and is asked to
+// verify a password and whether it needs an update ([Hash.Check]), as
+// Django's check_password does with identify_hasher, verify and
+// must_update.
 //
 // Every parser bounds the parameters it reads before any work is done on
 // them, so a planted record cannot make one login allocate gigabytes or
 // spin for minutes. The package knows nothing of accounts, stores or the
 // hashing gate; its caller holds as many slots of the gate as
-// [Hash.Threads] around [Engines.Check], so that the gate's limit bounds
+// [Hash.Threads] around [Hash.Check], so that the gate's limit bounds
 // the cores that hashing takes.
 package hashfmt
 
@@ -84,8 +85,8 @@ func Identify(encoded string) Format {
 	return Unknown
 }
 
-// IsPassword reports whether f is a password hash that [Engines.Verify]
-// checks: anything but a machine digest and the unknown.
+// IsPassword reports whether f is a password hash that [Engines.Parse]
+// reads: anything but a machine digest and the unknown.
 func (f Format) IsPassword() bool { return f != Unknown && f != MachineDigest }
 
 // Engines does the expensive work of verification. Tests replace its
@@ -101,84 +102,65 @@ func Default() Engines {
 	return Engines{ArgonIDKey: argon2.IDKey, BcryptCompare: bcrypt.CompareHashAndPassword}
 }
 
-// Hash is a stored password hash that [Parse] read and held to the
-// bounds of a login's work: what [Engines.Check] needs, and how many
-// threads the check runs. The zero Hash is of no format.
-type Hash struct {
-	format Format
-	// encoded is a bcrypt hash, which its engine reads itself.
-	encoded string
-	argon   Argon2idHash
-	// imported is a hash of another system's format.
-	imported importedHash
+// Hash is a stored password hash of one format of the registry, which
+// [Engines.Parse] read and held to the bounds of a login's work, with the
+// engines that check it.
+type Hash interface {
+	// Threads is how many threads a check runs at once: argon2's lanes
+	// (p), which golang.org/x/crypto/argon2 runs each on a goroutine of
+	// its own, at most [MaxArgonThreads]; one for the others, whose work
+	// is one thread's: scrypt's lanes run one after another in
+	// golang.org/x/crypto/scrypt, and bcrypt and PBKDF2 have none to
+	// share. The caller of Check holds that many slots of the hashing
+	// gate.
+	Threads() int
+	// Check reports whether password matches and whether the hash needs
+	// an update: a bcrypt hash, an imported one, or an argon2id hash
+	// weaker than [Current]. needsUpdate is only ever true when ok is. A
+	// bcrypt hash its engine cannot read gives an error wrapping
+	// [ErrMalformed].
+	Check(password string) (ok, needsUpdate bool, err error)
 }
 
 // Parse reads encoded, a hash of format f as [Identify] named it, and
 // bounds its parameters, without spending any work on it. A malformed
 // hash, a machine digest or an unknown format gives an error wrapping
 // [ErrMalformed].
-func Parse(f Format, encoded string) (Hash, error) {
-	h := Hash{format: f}
-	var err error
+func (e Engines) Parse(f Format, encoded string) (Hash, error) {
 	switch f {
 	case Argon2id:
-		h.argon, err = ParseArgon2id(encoded)
+		a, err := ParseArgon2id(encoded)
+		if err != nil {
+			return nil, err
+		}
+		return argon2idCheck{e, a}, nil
 	case Bcrypt:
-		h.encoded, err = encoded, checkBcryptHash(encoded)
+		if err := checkBcryptHash(encoded); err != nil {
+			return nil, err
+		}
+		return bcryptCheck{e, encoded}, nil
 	case Argon2i, Scrypt, PBKDF2, DjangoPBKDF2:
-		h.imported, err = parseImported(f, encoded)
-	default:
-		err = fmt.Errorf("%w: unknown format", ErrMalformed)
+		h, err := parseImported(f, encoded)
+		if err != nil {
+			return nil, err
+		}
+		return importedCheck{h}, nil
 	}
-	if err != nil {
-		return Hash{}, err
-	}
-	return h, nil
+	return nil, fmt.Errorf("%w: unknown format", ErrMalformed)
 }
 
-// Threads is how many threads a check of h runs at once: argon2's lanes
-// (p), which golang.org/x/crypto/argon2 runs each on a goroutine of its
-// own, at most [MaxArgonThreads]; one for the others, whose work is one
-// thread's: scrypt's lanes run one after another in
-// golang.org/x/crypto/scrypt, and bcrypt and PBKDF2 have none to share.
-// The caller of [Engines.Check] holds that many slots of the hashing gate.
-func (h Hash) Threads() int {
-	switch {
-	case h.format == Argon2id:
-		return int(h.argon.Threads)
-	case h.imported != nil:
-		return h.imported.threads()
-	}
-	return 1
-}
+// Parse is [Engines.Parse] with the [Default] engines.
+func Parse(f Format, encoded string) (Hash, error) { return Default().Parse(f, encoded) }
 
-// Check reports whether password matches h and whether h needs an
-// update: a bcrypt hash, an imported one, or an argon2id hash weaker than
-// [Current]. needsUpdate is only ever true when ok is. The zero Hash, or
-// a bcrypt hash its engine cannot read, gives an error wrapping
-// [ErrMalformed].
-func (e Engines) Check(h Hash, password string) (ok, needsUpdate bool, err error) {
-	switch {
-	case h.format == Argon2id:
-		return e.checkArgon2id(h.argon, password)
-	case h.format == Bcrypt:
-		return e.checkBcrypt(h.encoded, password)
-	case h.imported != nil:
-		// A hash of another system that matches is always replaced.
-		ok = h.imported.matches(password)
-		return ok, ok, nil
-	}
-	return false, false, fmt.Errorf("%w: unknown format", ErrMalformed)
-}
+// importedCheck is a hash of another system's format, which is replaced
+// whenever it matches.
+type importedCheck struct{ h importedHash }
 
-// Verify is [Parse] and [Engines.Check] in one, for a caller that holds
-// the slots of any hash's threads.
-func (e Engines) Verify(f Format, encoded, password string) (ok, needsUpdate bool, err error) {
-	h, err := Parse(f, encoded)
-	if err != nil {
-		return false, false, err
-	}
-	return e.Check(h, password)
+func (c importedCheck) Threads() int { return c.h.threads() }
+
+func (c importedCheck) Check(password string) (ok, needsUpdate bool, err error) {
+	ok = c.h.matches(password)
+	return ok, ok, nil
 }
 
 // Importable checks a hash given to an import without spending any work

@@ -38,7 +38,4 @@ func TestHashThreads(t *testing.T) {
 			}
 		})
 	}
-	if got := (Hash{}).Threads(); got != 1 {
-		t.Errorf("the zero Hash's Threads = %d; want 1", got)
-	}
 }
