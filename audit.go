@@ -10,7 +10,7 @@ import (
 // EventType names an audit event.
 type EventType string
 
-// The audit events passed to [Config.OnEvent].
+// The audit events passed to [Config.OnEvent], all of them.
 const (
 	EventLoginSucceeded   EventType = "login.succeeded"
 	EventLoginFailed      EventType = "login.failed"
@@ -45,13 +45,19 @@ const (
 	// EventHostJoined is a host that joined with an enrollment key
 	// ([Authenticator.JoinHost]); TokenID is the key's id.
 	EventHostJoined EventType = "host.joined"
-)
 
-// The events of administrative changes to an account. Each names the
-// account in Kind and Name and who made the change in ActorKind and
-// Actor. A change that revokes the account's tokens also emits
-// [EventTokensRevoked].
-const (
+	// The events of a second factor that the application checked itself
+	// and traded with [Extension.RedeemPreAuth]. They stand beside
+	// EventTOTPVerified, EventTOTPFailed and EventTOTPThrottled, and
+	// count against the same backoff.
+	EventSecondFactorPassed    EventType = "second_factor.passed"
+	EventSecondFactorFailed    EventType = "second_factor.failed"
+	EventSecondFactorThrottled EventType = "second_factor.throttled"
+
+	// The events of administrative changes to an account. Each names the
+	// account in Kind and Name and who made the change in ActorKind and
+	// Actor. A change that revokes the account's tokens also emits
+	// EventTokensRevoked.
 	EventUserCreated     EventType = "user.created"
 	EventUserDisabled    EventType = "user.disabled"
 	EventUserEnabled     EventType = "user.enabled"

@@ -13,16 +13,6 @@ import (
 // The Authenticator never imports such a package; it asks about it only
 // through [Config.SecondFactor].
 
-// The events of a second factor that the application checked itself and
-// traded with [Extension.RedeemPreAuth]. They stand beside
-// [EventTOTPVerified], [EventTOTPFailed] and [EventTOTPThrottled], and
-// count against the same backoff.
-const (
-	EventSecondFactorPassed    EventType = "second_factor.passed"
-	EventSecondFactorFailed    EventType = "second_factor.failed"
-	EventSecondFactorThrottled EventType = "second_factor.throttled"
-)
-
 // checkPreAuth reports whether preAuthToken, from [Authenticator.LoginUser],
 // may still be redeemed by the user named username, and returns that name
 // as prepared (see [PrepareUsername]). It reads the Store and changes
