@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/wire"
 )
 
 // TestWriteErrorWaits checks the two answers that tell a client to come
@@ -31,7 +33,7 @@ func TestWriteErrorWaits(t *testing.T) {
 	for _, tc := range tests {
 		rec := httptest.NewRecorder()
 		a.WriteError(rec, httptest.NewRequest(http.MethodPost, "/", nil), tc.err)
-		var env specEnvelope
+		var env wire.SpecEnvelope
 		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil {
 			t.Fatalf("%v: body %q: %v", tc.err, rec.Body, err)
 		}

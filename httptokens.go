@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth/internal/jsonbody"
+	"github.com/nmauth/nmauth/internal/wire"
 )
 
 // accessTokenBody is the body of access-token creation, in the field
@@ -15,20 +16,6 @@ type accessTokenBody struct {
 	Name      string    `json:"name"`
 	UserName  string    `json:"user_name"`
 	ExpiresAt time.Time `json:"expires_at"`
-	ReadOnly  bool      `json:"read_only"`
-	Networks  []string  `json:"networks"`
-}
-
-// netmakerAccessToken is an access token as Netmaker's server lists it,
-// with nmauth's scope after its fields.
-type netmakerAccessToken struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	UserName  string    `json:"user_name"`
-	ExpiresAt time.Time `json:"expires_at"`
-	LastUsed  time.Time `json:"last_used"`
-	CreatedBy string    `json:"created_by"`
-	CreatedAt time.Time `json:"created_at"`
 	ReadOnly  bool      `json:"read_only"`
 	Networks  []string  `json:"networks"`
 }
@@ -78,7 +65,7 @@ func (a *Authenticator) serveCreateAccessToken(w http.ResponseWriter, r *http.Re
 	}
 	if a.cfg.Wire == WireNetmaker {
 		a.WriteResponse(w, r, http.StatusOK, "access token created for "+t.UserName,
-			netmakerUserLogin{UserName: t.UserName, AuthToken: token})
+			wire.NetmakerUserLogin{UserName: t.UserName, AuthToken: token})
 		return
 	}
 	a.WriteResponse(w, r, http.StatusOK, "access token created", createdAccessToken{t, token})
@@ -101,9 +88,9 @@ func (a *Authenticator) serveListAccessTokens(w http.ResponseWriter, r *http.Req
 	}
 	var out any = ts
 	if a.cfg.Wire == WireNetmaker {
-		list := make([]netmakerAccessToken, len(ts))
+		list := make([]wire.NetmakerAccessToken, len(ts))
 		for i, t := range ts {
-			list[i] = netmakerAccessToken{
+			list[i] = wire.NetmakerAccessToken{
 				ID: t.ID, Name: t.Name, UserName: t.UserName, ExpiresAt: t.ExpiresAt,
 				LastUsed: t.LastUsed, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
 				ReadOnly: t.ReadOnly, Networks: t.Networks,

@@ -2,13 +2,13 @@ package nmauth
 
 import (
 	"context"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/nmauth/nmauth/internal/hashfmt"
+	"github.com/nmauth/nmauth/internal/importrec"
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
@@ -101,9 +101,9 @@ func (a *Authenticator) importUser(ctx context.Context, in ImportedUser, write b
 		return ImportResult{}, err
 	}
 	r := ImportResult{Name: name}
-	secret, err := importedTOTPSecret(in.TOTPSecret)
-	if err != nil {
-		return r, err
+	secret, ok := importrec.TOTPSecret(in.TOTPSecret)
+	if !ok {
+		return r, fmt.Errorf("%w: the TOTP secret is not 80 to 512 bits of base32", ErrInvalidImport)
 	}
 	hash, weak, err := a.importedCredential(ctx, in.PasswordHash, in.Password, write, func(pw string) (string, error) {
 		return a.hasher.hash(ctx, pw)
@@ -290,22 +290,6 @@ func planned(r ImportResult, weak string, readErr error) (ImportResult, error) {
 	return r, nil
 }
 
-// importedTOTPSecret decodes a base32 TOTP secret, with or without
-// padding, spaces or lower case; "" is none. RFC 4226 asks for 128 bits
-// at least and 160 ideally; 80, the least an authenticator app takes, is
-// accepted so that no imported user loses the factor.
-func importedTOTPSecret(s string) ([]byte, error) {
-	if s == "" {
-		return nil, nil
-	}
-	text := strings.ToUpper(strings.TrimRight(strings.ReplaceAll(s, " ", ""), "="))
-	secret, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(text)
-	if err != nil || len(secret) < 10 || len(secret) > 64 {
-		return nil, fmt.Errorf("%w: the TOTP secret is not 80 to 512 bits of base32", ErrInvalidImport)
-	}
-	return secret, nil
-}
-
 // unusableHash is the password hash of an account imported without a
 // password: an argon2id string of random bytes, which no password is known
 // to match, so that a password login answers as a wrong password does.
@@ -335,26 +319,5 @@ func (ad *Admin) ImportConflicts(kind PrincipalKind, names []string) [][]int {
 	if kind == KindUser {
 		prepare = PrepareUsername
 	}
-	groups := map[string]int{} // prepared name: index in all
-	var all [][]int
-	for i, name := range names {
-		p, err := prepare(name)
-		if err != nil {
-			continue
-		}
-		g, seen := groups[p]
-		if !seen {
-			g = len(all)
-			groups[p] = g
-			all = append(all, nil)
-		}
-		all[g] = append(all[g], i)
-	}
-	conflicts := all[:0]
-	for _, c := range all {
-		if len(c) > 1 {
-			conflicts = append(conflicts, c)
-		}
-	}
-	return conflicts
+	return importrec.Conflicts(names, prepare)
 }

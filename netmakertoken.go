@@ -5,51 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/nmauth/nmauth/internal/nmtoken"
 )
 
 // A Netmaker token is a user or host token in the format of Netmaker
-// v1.4.0's own server, signed with that server's secret
-// ([Config.NetmakerSecret]), so that an unchanged Netmaker server behind
-// the same address accepts it on every route, with the rights it gives
-// the account. Nothing else mints one: the Authenticator does, and only
-// for a login it granted itself.
+// v1.4.0's own server (see package nmtoken), signed with that server's
+// secret ([Config.NetmakerSecret]), so that an unchanged Netmaker server
+// behind the same address accepts it on every route, with the rights it
+// gives the account. Nothing else mints one: the Authenticator does, and
+// only for a login it granted itself.
 //
-// A user token carries what Netmaker's user login writes (models.UserClaims:
-// UserName, Role, TokenType "user_id_token", issuer "Netmaker", subject
-// "user|NAME"), a host token what its host login writes (models.Claims:
-// ID, MacAddress, an empty Network, subject "node|ID"); both also carry a
-// token id and the account's generation, which Netmaker ignores and the
-// bearer check of this Authenticator requires, so that a token Netmaker
-// minted itself is never a session here. Pre-auth and node tokens keep
-// this package's own format: Netmaker never sees them.
+// Both kinds also carry a token id and the account's generation, which
+// Netmaker ignores and the bearer check of this Authenticator requires,
+// so that a token Netmaker minted itself is never a session here.
+// Pre-auth and node tokens keep this package's own format: Netmaker never
+// sees them.
 
-// netmakerIssuer is the iss claim of Netmaker's tokens.
-const netmakerIssuer = "Netmaker"
-
-// netmakerUserTokenType is Netmaker's TokenType of a login's user token;
-// its access tokens ("access_token") stay Netmaker's.
-const netmakerUserTokenType = "user_id_token"
-
-// netmakerClaims is the payload of a Netmaker token: models.UserClaims and
-// models.Claims in one, which Netmaker writes without JSON tags, with the
-// gen and totp claims of this package beside them.
+// netmakerClaims is the payload of a Netmaker token, with the gen and
+// totp claims of this package beside Netmaker's.
 type netmakerClaims struct {
-	// User token.
-	Role           string `json:"Role,omitempty"`
-	UserName       string `json:"UserName,omitempty"`
-	Api            string `json:"Api,omitempty"`
-	TokenType      string `json:"TokenType,omitempty"`
-	RacAutoDisable bool   `json:"RacAutoDisable,omitempty"`
-	// Host token.
-	HostID     string `json:"ID,omitempty"`
-	MacAddress string `json:"MacAddress,omitempty"`
-	Network    string `json:"Network,omitempty"`
-
-	jwt.RegisteredClaims
+	nmtoken.Claims
 	Generation generationClaim `json:"gen,omitzero"`
 	TOTP       bool            `json:"totp,omitempty"`
 }
@@ -83,12 +62,7 @@ func newNetmakerFormat(cfg *Config, ttl [numKinds]time.Duration) (*netmakerForma
 		return nil, errors.New("nmauth: Config.NetmakerUser is required with Config.NetmakerSecret")
 	}
 	f := &netmakerFormat{secret: append([]byte(nil), cfg.NetmakerSecret...), user: cfg.NetmakerUser, rand: cfg.Rand, now: cfg.Now, ttl: ttl}
-	f.parser = jwt.NewParser(
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithExpirationRequired(),
-		jwt.WithIssuer(netmakerIssuer),
-		jwt.WithTimeFunc(cfg.Now),
-	)
+	f.parser = nmtoken.NewParser(cfg.Now)
 	return f, nil
 }
 
@@ -103,12 +77,12 @@ func (f *netmakerFormat) mint(a mintArgs) (token, jti string, err error) {
 	jti = base64.RawURLEncoding.EncodeToString(id)
 	iat := a.issuedAt.Truncate(time.Second)
 	c := netmakerClaims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer:    netmakerIssuer,
+		Claims: nmtoken.Claims{RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    nmtoken.Issuer,
 			IssuedAt:  jwt.NewNumericDate(iat),
 			ExpiresAt: jwt.NewNumericDate(iat.Add(a.ttl)),
 			ID:        jti,
-		},
+		}},
 		TOTP: a.totp,
 	}
 	if a.generation != nil {
@@ -123,11 +97,9 @@ func (f *netmakerFormat) mint(a mintArgs) (token, jti string, err error) {
 		if name == "" {
 			return "", "", errNetmakerUser
 		}
-		c.UserName, c.Role, c.TokenType = name, role, netmakerUserTokenType
-		c.Subject = "user|" + name
+		c.SetUser(name, role)
 	case kindHost:
-		c.HostID, c.MacAddress = a.subject, a.mac
-		c.Subject = "node|" + a.subject
+		c.SetHost(a.subject, a.mac)
 	default:
 		return "", "", fmt.Errorf("nmauth: no Netmaker format for token kind %d", a.kind)
 	}
@@ -149,25 +121,23 @@ func (f *netmakerFormat) verify(token string) (Principal, error) {
 	if _, err := f.parser.ParseWithClaims(token, c, func(*jwt.Token) (any, error) { return f.secret, nil }); err != nil {
 		return Principal{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
-	if !c.Generation.present || c.ID == "" || c.IssuedAt == nil || len(c.Audience) > 0 || c.Network != "" {
+	if !c.Generation.present || c.ID == "" || c.IssuedAt == nil {
 		return Principal{}, ErrUnauthenticated
 	}
 	p := Principal{TOTP: c.TOTP, IssuedAt: c.IssuedAt.Time, ExpiresAt: c.ExpiresAt.Time, TokenID: c.ID, generation: c.Generation}
 	var kind tokenKind
-	switch subject, isUser := strings.CutPrefix(c.Subject, "user|"); {
-	case isUser && c.TokenType == netmakerUserTokenType && subject == c.UserName && c.HostID == "" && c.MacAddress == "":
-		name, err := PrepareUsername(c.UserName)
-		if err != nil {
-			return Principal{}, ErrUnauthenticated
-		}
-		kind, p.Kind, p.Name = kindUser, KindUser, name
-	case c.Subject == "node|"+c.HostID && c.HostID != "" && c.UserName == "" && c.TokenType == "" && c.Role == "":
-		id, err := PrepareHostID(c.HostID)
-		if err != nil {
-			return Principal{}, ErrUnauthenticated
-		}
-		kind, p.Kind, p.Name = kindHost, KindHost, id
+	var err error
+	switch name, user, ok := c.Account(); {
+	case !ok:
+		return Principal{}, ErrUnauthenticated
+	case user:
+		kind, p.Kind = kindUser, KindUser
+		p.Name, err = PrepareUsername(name)
 	default:
+		kind, p.Kind = kindHost, KindHost
+		p.Name, err = PrepareHostID(name)
+	}
+	if err != nil {
 		return Principal{}, ErrUnauthenticated
 	}
 	if p.IssuedAt.After(f.now().Add(maxClockSkew)) || p.ExpiresAt.Sub(p.IssuedAt) > f.ttl[kind] {

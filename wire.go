@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/nmauth/nmauth/internal/wire"
 )
 
 // WireProfile chooses the bytes the handler writes: the spec's field names
@@ -61,43 +63,6 @@ const (
 	answerVerifyTOTP
 )
 
-// specEnvelope is the spec's generic result: code, message and a payload,
-// which WriteResponse and WriteError write in the spec's profile.
-type specEnvelope struct {
-	Code     int    `json:"code"`
-	Message  string `json:"message"`
-	Response any    `json:"response,omitempty"`
-}
-
-// netmakerEnvelope is the envelope of Netmaker's server: its Go field
-// names, no tags, and Response always present.
-type netmakerEnvelope struct {
-	Code     int
-	Message  string
-	Response any
-}
-
-// netmakerLogin is the answer of a Netmaker host or node login.
-type netmakerLogin struct {
-	ID        string
-	AuthToken string
-}
-
-// netmakerUserLogin is the answer of a Netmaker user login without TOTP
-// and of verify-totp. RecoveryCodesLeft is nmauth's own and only present
-// after a recovery code was used; clients that do not know it skip it.
-type netmakerUserLogin struct {
-	UserName          string
-	AuthToken         string
-	RecoveryCodesLeft *int `json:",omitempty"`
-}
-
-// netmakerPreAuth is the answer of a Netmaker user login with TOTP on.
-type netmakerPreAuth struct {
-	UserName     string `json:"user_name"`
-	PreAuthToken string `json:"pre_auth_token"`
-}
-
 // writeAnswer writes a successful answer of the handler's routes in the
 // configured profile. It and [Authenticator.envelope] are the only places
 // that decide the bytes of a success.
@@ -120,38 +85,14 @@ func (a *Authenticator) writeAnswer(w http.ResponseWriter, kind answerKind, v an
 	writeJSON(w, http.StatusOK, a.envelope(http.StatusOK, msg, v))
 }
 
-// hostLoginAnswer returns the bytes that encoding/json writes for the
-// answer of a host login, written out by hand, when its token and id are
-// plain JSON (see plainJSON) and it names no network; else false, and
-// writeAnswer encodes it. A test holds the two to the same bytes.
+// hostLoginAnswer returns the answer of a host login as
+// [wire.HostLogin] writes it by hand, when it names no network; else
+// false, and writeAnswer encodes it.
 func (a *Authenticator) hostLoginAnswer(h HostLogin) ([]byte, bool) {
-	if !plainJSON(h.AuthToken) || !plainJSON(h.ID) || h.Network != "" {
+	if h.Network != "" {
 		return nil, false
 	}
-	b := make([]byte, 0, 96+len(h.AuthToken)+len(h.ID))
-	if a.cfg.Wire == WireNetmaker {
-		b = append(b, `{"Code":200,"Message":"host authenticated","Response":{"ID":"`...)
-		b = append(append(b, h.ID...), `","AuthToken":"`...)
-		b = append(append(b, h.AuthToken...), "\"}}\n"...)
-		return b, true
-	}
-	b = append(b, `{"code":200,"message":"host authenticated","response":{"authToken":"`...)
-	b = append(append(b, h.AuthToken...), `","id":"`...)
-	b = append(append(b, h.ID...), "\"}}\n"...)
-	return b, true
-}
-
-// plainJSON reports whether encoding/json writes s as its own bytes in
-// quotes: printable ASCII without '"', '\\' and the '<', '>' and '&' it
-// escapes for HTML.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
+	return wire.HostLogin(a.cfg.Wire == WireNetmaker, h.ID, h.AuthToken)
 }
 
 // WriteResponse answers r with status, message and payload in the active
@@ -168,10 +109,7 @@ func (a *Authenticator) WriteResponse(w http.ResponseWriter, r *http.Request, st
 
 // envelope is the profile's envelope around a payload.
 func (a *Authenticator) envelope(status int, message string, payload any) any {
-	if a.cfg.Wire == WireNetmaker {
-		return netmakerEnvelope{Code: status, Message: message, Response: payload}
-	}
-	return specEnvelope{Code: status, Message: message, Response: payload}
+	return wire.Envelope(a.cfg.Wire == WireNetmaker, status, message, payload)
 }
 
 // netmakerPayload is what Netmaker's server puts in Response for v.
@@ -179,12 +117,12 @@ func (a *Authenticator) envelope(status int, message string, payload any) any {
 func netmakerPayload(v any) any {
 	switch v := v.(type) {
 	case HostLogin:
-		return netmakerLogin{ID: v.ID, AuthToken: v.AuthToken}
+		return wire.NetmakerLogin{ID: v.ID, AuthToken: v.AuthToken}
 	case UserLogin:
 		if v.TOTPRequired {
-			return netmakerPreAuth{UserName: v.UserName, PreAuthToken: v.PreAuthToken}
+			return wire.NetmakerPreAuth{UserName: v.UserName, PreAuthToken: v.PreAuthToken}
 		}
-		return netmakerUserLogin{UserName: v.UserName, AuthToken: v.AuthToken, RecoveryCodesLeft: v.RecoveryCodesLeft}
+		return wire.NetmakerUserLogin{UserName: v.UserName, AuthToken: v.AuthToken, RecoveryCodesLeft: v.RecoveryCodesLeft}
 	}
 	return v
 }
