@@ -1,6 +1,6 @@
-// This file holds the SQLStore's schema: its migrations, which
-// internal/sqlmigrate holds and applies, the column lists of users and hosts, and
-// their statements written once for each dialect.
+// This file holds the SQLStore's schema: the application of its
+// migrations, which internal/sqlmigrate holds, the column lists of users
+// and hosts, and their statements written once for each dialect.
 
 package nmauth
 
@@ -88,7 +88,7 @@ func newSQLQueries(d Dialect) sqlQueries {
 	users := strings.Join(sqlUserColumns, ", ")
 	q.getUser = q.rebind("SELECT " + users + " FROM nmauth_users WHERE name = ?")
 	q.lockUser = q.getUser + forUpdate
-	q.listUsers = q.rebind(pageSQL("nmauth_users", users, "name", d))
+	q.listUsers = q.rebind(sqlstmt.Page("nmauth_users", users, "name", d == DialectPostgres))
 	q.insertUser = q.rebind(sqlstmt.Insert("nmauth_users", sqlUserColumns))
 	q.updateUser = q.rebind(sqlstmt.Update("nmauth_users", sqlUserColumns))
 	q.deleteUser = q.rebind("DELETE FROM nmauth_users WHERE name = ?")
@@ -96,25 +96,13 @@ func newSQLQueries(d Dialect) sqlQueries {
 	hosts := strings.Join(sqlHostColumns, ", ")
 	q.getHost = q.rebind("SELECT " + hosts + " FROM nmauth_hosts WHERE id = ?")
 	q.lockHost = q.getHost + forUpdate
-	q.listHosts = q.rebind(pageSQL("nmauth_hosts", hosts, "id", d))
+	q.listHosts = q.rebind(sqlstmt.Page("nmauth_hosts", hosts, "id", d == DialectPostgres))
 	q.insertHost = q.rebind(sqlstmt.Insert("nmauth_hosts", sqlHostColumns))
 	q.updateHost = q.rebind(sqlstmt.Update("nmauth_hosts", sqlHostColumns))
 	q.deleteHost = q.rebind("DELETE FROM nmauth_hosts WHERE id = ?")
 	q.missWrite = q.rebind("INSERT INTO nmauth_misses (slot, misses) VALUES (?, 1) " +
 		"ON CONFLICT (slot) DO UPDATE SET misses = nmauth_misses.misses + 1")
 	return q
-}
-
-// pageSQL selects the page of a table after a key. SQLite compares TEXT
-// byte by byte by default; PostgreSQL compares by the database's collation
-// unless told "C", which is byte order for UTF-8 and is the collation of
-// the index that the second migration adds for this query.
-func pageSQL(table, cols, key string, d Dialect) string {
-	k := key
-	if d == DialectPostgres {
-		k = key + ` COLLATE "C"`
-	}
-	return sqlstmt.Page(table, cols, k)
 }
 
 // rebind writes the placeholders of query in the store's dialect.
