@@ -12,24 +12,6 @@ import (
 
 var _ EnrollmentKeyStore = (*SQLStore)(nil)
 
-// sqlEnrollMigration makes the table of enrollment keys. uses is 0 for an
-// unlimited key; expires_at and revoked_at are 0 for never and not.
-func sqlEnrollMigration(Dialect) []string {
-	return []string{`CREATE TABLE nmauth_enrollment_keys (
-	id TEXT NOT NULL PRIMARY KEY,
-	name TEXT NOT NULL,
-	tags TEXT NOT NULL,
-	networks TEXT NOT NULL,
-	digest TEXT NOT NULL,
-	uses BIGINT NOT NULL,
-	used BIGINT NOT NULL,
-	expires_at BIGINT NOT NULL,
-	revoked_at BIGINT NOT NULL,
-	created_by TEXT NOT NULL,
-	created_at BIGINT NOT NULL
-)`}
-}
-
 // sqlEnrollColumns are the columns of nmauth_enrollment_keys, key first,
 // in the order of enrollArgs and scanEnrollKey.
 var sqlEnrollColumns = []string{

@@ -2,14 +2,14 @@ package nmauth
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/sqlrepair"
 )
 
 var _ RepairStore = (*SQLStore)(nil)
@@ -110,90 +110,15 @@ func brokenColumns(err error) []*BrokenRecordError {
 	return nil
 }
 
-// sqlRepair is the statement that makes one column of one kind of record
-// safe, and its arguments but the key, which comes last.
-type sqlRepair struct {
-	query string
-	args  func() []any
-}
-
-// sqlRepairs are the repairs of the columns the store can find broken,
-// by kind and column. Each leaves the record granting nothing the damaged
-// value might have withheld:
-//
-//   - A broken disabled flag, password hash, MAC address or TOTP secret
-//     disables the account (a user without the secret would log in with a
-//     password alone; a host without its MAC address from any machine):
-//     an administrator enables it again once it has a password, a MAC
-//     address or a second factor that can be read. A broken password
-//     hash is replaced by one that no password matches.
-//   - A broken generation, or list of logged-out tokens, is replaced by a
-//     new random generation, so every token of the account dies, those the
-//     list revoked among them.
-//   - A broken last TOTP step moves to the latest step a code may be
-//     checked against now, so no code already seen is accepted again.
-//   - A broken pre-auth id is cleared, so no pre-auth token is redeemed.
-//   - Broken failure counts, backoffs and client failures are forgotten,
-//     as a successful login forgets them; broken recovery codes are gone
-//     and must be made again; a broken creation time becomes unknown.
-//
-// An access token with any broken column is deleted: an unreadable scope
+// sqlRepairs are the repairs of the columns of users and hosts that the
+// store can find broken, by kind and column (see internal/sqlrepair). An
+// access token with any broken column is deleted: an unreadable scope
 // must never be widened, and the user can make a new one.
-var sqlRepairs = map[string]map[string]sqlRepair{
-	"user": {
-		"password_hash":          {"UPDATE nmauth_users SET password_hash = ?, disabled = ? WHERE name = ?", lockedPassword},
-		"disabled":               {"UPDATE nmauth_users SET disabled = ? WHERE name = ?", disable},
-		"totp_secret":            {"UPDATE nmauth_users SET totp_secret = NULL, disabled = ? WHERE name = ?", disable},
-		"totp_last_step":         {"UPDATE nmauth_users SET totp_last_step = ? WHERE name = ?", latestTOTPStep},
-		"totp_failures":          {"UPDATE nmauth_users SET totp_failures = 0 WHERE name = ?", nil},
-		"totp_blocked_until":     {"UPDATE nmauth_users SET totp_blocked_until = 0 WHERE name = ?", nil},
-		"preauth_id":             {"UPDATE nmauth_users SET preauth_id = '' WHERE name = ?", nil},
-		"preauth_failures":       {"UPDATE nmauth_users SET preauth_failures = 0 WHERE name = ?", nil},
-		"recovery_codes":         {"UPDATE nmauth_users SET recovery_codes = '[]' WHERE name = ?", nil},
-		"password_failures":      {"UPDATE nmauth_users SET password_failures = 0 WHERE name = ?", nil},
-		"password_blocked_until": {"UPDATE nmauth_users SET password_blocked_until = 0 WHERE name = ?", nil},
-		"password_clients":       {"UPDATE nmauth_users SET password_clients = '[]' WHERE name = ?", nil},
-		"generation":             {"UPDATE nmauth_users SET generation = ? WHERE name = ?", newRandomGeneration},
-		"created_at":             {"UPDATE nmauth_users SET created_at = 0 WHERE name = ?", nil},
-		"logged_out":             {"UPDATE nmauth_users SET logged_out = '[]', generation = ? WHERE name = ?", newRandomGeneration},
-	},
-	"host": {
-		"mac_address":            {"UPDATE nmauth_hosts SET mac_address = '', disabled = ? WHERE id = ?", disable},
-		"password_hash":          {"UPDATE nmauth_hosts SET password_hash = ?, disabled = ? WHERE id = ?", lockedPassword},
-		"disabled":               {"UPDATE nmauth_hosts SET disabled = ? WHERE id = ?", disable},
-		"password_failures":      {"UPDATE nmauth_hosts SET password_failures = 0 WHERE id = ?", nil},
-		"password_blocked_until": {"UPDATE nmauth_hosts SET password_blocked_until = 0 WHERE id = ?", nil},
-		"password_clients":       {"UPDATE nmauth_hosts SET password_clients = '[]' WHERE id = ?", nil},
-		"generation":             {"UPDATE nmauth_hosts SET generation = ? WHERE id = ?", newRandomGeneration},
-		"created_at":             {"UPDATE nmauth_hosts SET created_at = 0 WHERE id = ?", nil},
-	},
-}
-
-func disable() []any { return []any{true} }
-
-// lockedPassword disables the account and gives it a hash of random bytes,
-// as the dummy hash is made: no password matches it, and a login still
-// costs what any other does, until an administrator sets a password.
-func lockedPassword() []any {
-	buf := make([]byte, argonSaltLen+argonKeyLen)
-	_, _ = rand.Read(buf) // crypto/rand.Read never fails
-	return []any{encodeArgonHash(argonHash{
-		Params: currentArgonParams(),
-		Salt:   buf[:argonSaltLen],
-		Key:    buf[argonSaltLen:],
-	}), true}
-}
+var sqlRepairs = sqlrepair.Table(latestTOTPStep)
 
 // latestTOTPStep is the latest step a code is checked against now (see
 // otpauth.Match).
-func latestTOTPStep() []any { return []any{time.Now().Unix()/totpPeriod + 1} }
-
-// newRandomGeneration is a generation no token carries.
-func newRandomGeneration() []any {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return []any{int64(binary.BigEndian.Uint64(b[:]))}
-}
+func latestTOTPStep() int64 { return time.Now().Unix()/totpPeriod + 1 }
 
 // RepairRecord implements [RepairStore]. The record is read again under
 // its row's lock, so a column repaired or rewritten since b was found is
@@ -206,7 +131,7 @@ func (s *SQLStore) RepairRecord(ctx context.Context, b *BrokenRecordError) error
 	var (
 		lock   string
 		scan   func(rowScanner) ([]string, error)
-		repair sqlRepair
+		repair sqlrepair.Repair
 		ok     bool
 	)
 	switch b.Kind {
@@ -218,7 +143,7 @@ func (s *SQLStore) RepairRecord(ctx context.Context, b *BrokenRecordError) error
 		repair, ok = sqlRepairs[b.Kind][b.Column]
 	case "access token":
 		lock, scan = s.accessQuery("WHERE id = ?")+forUpdate, brokenOf(scanAccessToken, func(t AccessToken) []string { return t.Broken })
-		repair, ok = sqlRepair{query: "DELETE FROM nmauth_access_tokens WHERE id = ?"}, slices.Contains(sqlAccessColumns[1:], b.Column)
+		repair, ok = sqlrepair.Repair{Query: "DELETE FROM nmauth_access_tokens WHERE id = ?"}, slices.Contains(sqlAccessColumns[1:], b.Column)
 	}
 	if !ok {
 		return wrapSQL("repair record", &BrokenRecordError{Kind: b.Kind, Key: b.Key, Column: b.Column, Err: errNotRepairable})
@@ -234,10 +159,10 @@ func (s *SQLStore) RepairRecord(ctx context.Context, b *BrokenRecordError) error
 			return nil
 		}
 		var args []any
-		if repair.args != nil {
-			args = repair.args()
+		if repair.Args != nil {
+			args = repair.Args()
 		}
-		_, err = tx.ExecContext(ctx, s.q.rebind(repair.query), append(args, b.Key)...)
+		_, err = tx.ExecContext(ctx, s.q.rebind(repair.Query), append(args, b.Key)...)
 		return wrapSQL("repair record", err)
 	})
 }

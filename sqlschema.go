@@ -1,6 +1,6 @@
-// This file holds the SQLStore's schema: its migrations, which
-// internal/sqlmigrate applies, the column lists of users and hosts, and
-// their statements written once for each dialect.
+// This file holds the SQLStore's schema: the application of its
+// migrations, which internal/sqlmigrate holds, the column lists of users
+// and hosts, and their statements written once for each dialect.
 
 package nmauth
 
@@ -17,25 +17,19 @@ import (
 
 var errSQLSchemaNewer = errors.New("nmauth: sql store: database schema is newer than this library")
 
-// sqlSchemaLockID is the PostgreSQL advisory lock key that serializes
-// migrations across processes; it spells "nmauth" in ASCII.
-const sqlSchemaLockID int64 = 0x6e6d61757468
-
 // migrate applies, in order, every migration the database has not seen.
 func (s *SQLStore) migrate(ctx context.Context) error {
-	schema := sqlmigrate.Schema{Table: "nmauth_schema_version", Rebind: s.q.rebind}
-	if s.dialect == DialectPostgres {
-		schema.Lock = sqlSchemaLockID
-	}
-	for _, m := range sqlMigrations {
-		schema.Versions = append(schema.Versions, m(s.dialect))
-	}
+	schema := sqlmigrate.Store(s.dialect == DialectPostgres, s.q.rebind)
 	for v := 1; v <= len(schema.Versions); v++ {
 		err := s.inTx(ctx, "migrate", func(tx *sql.Tx) error {
 			return migrateErr(schema.Step(ctx, tx, v))
 		})
+		if err != nil && s.dialect == DialectPostgres {
+			// The role may lack a grant that PostgreSQL does not name.
+			err = sqlmigrate.PrivilegeHint(ctx, s.db, err)
+		}
 		if err != nil {
-			return s.schemaPrivilegeHint(ctx, err)
+			return err
 		}
 	}
 	return nil
@@ -53,104 +47,6 @@ func migrateErr(err error) error {
 		return fmt.Errorf("%w: version %d, library knows %d", errSQLSchemaNewer, newer.Have, newer.Know)
 	}
 	return fmt.Errorf("nmauth: sql store: %w", err)
-}
-
-// sqlMigrations is the schema history: entry i brings the schema to
-// version i+1. Entries are only ever appended, never edited.
-var sqlMigrations = []func(Dialect) []string{
-	func(d Dialect) []string {
-		blob := "BLOB"
-		if d == DialectPostgres {
-			blob = "BYTEA"
-		}
-		return []string{
-			`CREATE TABLE nmauth_users (
-	name TEXT NOT NULL PRIMARY KEY,
-	password_hash TEXT NOT NULL,
-	disabled BOOLEAN NOT NULL,
-	totp_secret ` + blob + `,
-	totp_last_step BIGINT NOT NULL,
-	totp_failures BIGINT NOT NULL,
-	totp_blocked_until BIGINT NOT NULL,
-	preauth_id TEXT NOT NULL,
-	preauth_failures BIGINT NOT NULL,
-	recovery_codes TEXT NOT NULL,
-	password_failures BIGINT NOT NULL,
-	password_blocked_until BIGINT NOT NULL,
-	tokens_valid_after BIGINT NOT NULL,
-	created_at BIGINT NOT NULL
-)`,
-			`CREATE TABLE nmauth_hosts (
-	id TEXT NOT NULL PRIMARY KEY,
-	mac_address TEXT NOT NULL,
-	password_hash TEXT NOT NULL,
-	disabled BOOLEAN NOT NULL,
-	password_failures BIGINT NOT NULL,
-	password_blocked_until BIGINT NOT NULL,
-	tokens_valid_after BIGINT NOT NULL,
-	created_at BIGINT NOT NULL
-)`,
-		}
-	},
-	func(d Dialect) []string {
-		if d != DialectPostgres {
-			// The primary key's index is already in byte order.
-			return nil
-		}
-		return []string{
-			`CREATE INDEX nmauth_users_name_bytes ON nmauth_users (name COLLATE "C")`,
-			`CREATE INDEX nmauth_hosts_id_bytes ON nmauth_hosts (id COLLATE "C")`,
-		}
-	},
-	// Version 3: revocation by generation rather than by clock, failures
-	// per client address, and the check values of the root secrets. Rows
-	// from earlier versions start at generation 0; tokens minted before carry no
-	// generation and are refused, so an upgrade logs everyone out once.
-	func(Dialect) []string {
-		var stmts []string
-		for _, table := range []string{"nmauth_users", "nmauth_hosts"} {
-			stmts = append(stmts,
-				"ALTER TABLE "+table+" ADD COLUMN generation BIGINT NOT NULL DEFAULT 0",
-				"ALTER TABLE "+table+" ADD COLUMN password_clients TEXT NOT NULL DEFAULT '[]'",
-				"ALTER TABLE "+table+" DROP COLUMN tokens_valid_after",
-			)
-		}
-		return append(stmts, `CREATE TABLE nmauth_key_checks (
-	key_id TEXT NOT NULL PRIMARY KEY,
-	check_value TEXT NOT NULL
-)`)
-	},
-	// Version 4: access tokens, and the user tokens a logout revoked.
-	func(Dialect) []string {
-		return []string{
-			"ALTER TABLE nmauth_users ADD COLUMN logged_out TEXT NOT NULL DEFAULT '[]'",
-			`CREATE TABLE nmauth_access_tokens (
-	id TEXT NOT NULL PRIMARY KEY,
-	user_name TEXT NOT NULL,
-	name TEXT NOT NULL,
-	digest TEXT NOT NULL,
-	read_only BOOLEAN NOT NULL,
-	networks TEXT NOT NULL,
-	generation BIGINT NOT NULL,
-	created_by TEXT NOT NULL,
-	created_at BIGINT NOT NULL,
-	expires_at BIGINT NOT NULL,
-	last_used BIGINT NOT NULL
-)`,
-			"CREATE INDEX nmauth_access_tokens_user ON nmauth_access_tokens (user_name)",
-		}
-	},
-	// Version 5: the misses, written by an update of a missing record so
-	// that it costs what an update of one that exists does (see
-	// missWrite).
-	func(Dialect) []string {
-		return []string{`CREATE TABLE nmauth_misses (
-	slot BIGINT NOT NULL PRIMARY KEY,
-	misses BIGINT NOT NULL
-)`}
-	},
-	// Version 6: enrollment keys (see sqlenroll.go).
-	sqlEnrollMigration,
 }
 
 // The column lists put the key first; userArgs, hostArgs, scanUser and
@@ -192,7 +88,7 @@ func newSQLQueries(d Dialect) sqlQueries {
 	users := strings.Join(sqlUserColumns, ", ")
 	q.getUser = q.rebind("SELECT " + users + " FROM nmauth_users WHERE name = ?")
 	q.lockUser = q.getUser + forUpdate
-	q.listUsers = q.rebind(pageSQL("nmauth_users", users, "name", d))
+	q.listUsers = q.rebind(sqlstmt.Page("nmauth_users", users, "name", d == DialectPostgres))
 	q.insertUser = q.rebind(sqlstmt.Insert("nmauth_users", sqlUserColumns))
 	q.updateUser = q.rebind(sqlstmt.Update("nmauth_users", sqlUserColumns))
 	q.deleteUser = q.rebind("DELETE FROM nmauth_users WHERE name = ?")
@@ -200,25 +96,13 @@ func newSQLQueries(d Dialect) sqlQueries {
 	hosts := strings.Join(sqlHostColumns, ", ")
 	q.getHost = q.rebind("SELECT " + hosts + " FROM nmauth_hosts WHERE id = ?")
 	q.lockHost = q.getHost + forUpdate
-	q.listHosts = q.rebind(pageSQL("nmauth_hosts", hosts, "id", d))
+	q.listHosts = q.rebind(sqlstmt.Page("nmauth_hosts", hosts, "id", d == DialectPostgres))
 	q.insertHost = q.rebind(sqlstmt.Insert("nmauth_hosts", sqlHostColumns))
 	q.updateHost = q.rebind(sqlstmt.Update("nmauth_hosts", sqlHostColumns))
 	q.deleteHost = q.rebind("DELETE FROM nmauth_hosts WHERE id = ?")
 	q.missWrite = q.rebind("INSERT INTO nmauth_misses (slot, misses) VALUES (?, 1) " +
 		"ON CONFLICT (slot) DO UPDATE SET misses = nmauth_misses.misses + 1")
 	return q
-}
-
-// pageSQL selects the page of a table after a key. SQLite compares TEXT
-// byte by byte by default; PostgreSQL compares by the database's collation
-// unless told "C", which is byte order for UTF-8 and is the collation of
-// the index that the second migration adds for this query.
-func pageSQL(table, cols, key string, d Dialect) string {
-	k := key
-	if d == DialectPostgres {
-		k = key + ` COLLATE "C"`
-	}
-	return sqlstmt.Page(table, cols, k)
 }
 
 // rebind writes the placeholders of query in the store's dialect.

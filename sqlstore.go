@@ -15,6 +15,7 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/sqlmigrate"
 	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
 
@@ -108,7 +109,7 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d Dialect) (*SQLStore, error) 
 	switch d {
 	case DialectSQLite:
 		s.writes = make(chan struct{}, 1)
-		if err := sqliteConnect(ctx, db); err != nil {
+		if err := sqlmigrate.ConnectSQLite(ctx, db, sqliteOpenWait); err != nil {
 			return nil, wrapSQL("open", err)
 		}
 	case DialectPostgres:
@@ -155,44 +156,6 @@ func SQLiteDSN(path string) string {
 // sqliteOpenWait is how long NewSQLStore tries again to open a SQLite
 // connection that SQLite refused as busy: the busy timeout of SQLiteDSN.
 const sqliteOpenWait = 5 * time.Second
-
-// sqliteConnect opens a first connection to a SQLite database, trying again
-// while SQLite answers SQLITE_BUSY, for up to sqliteOpenWait or until ctx
-// ends. The journal_mode(WAL) of SQLiteDSN turns a new file to WAL on the
-// first connection that opens it, in a read transaction that SQLite then
-// upgrades to a write, and an upgrade that meets another writer fails at
-// once, without the busy timeout: of several processes that start on a
-// new file at once, all but one could see their first connection refused.
-// Once the file is in WAL, opening a connection writes nothing and waits
-// for the others as usual.
-func sqliteConnect(ctx context.Context, db *sql.DB) error {
-	deadline := time.Now().Add(sqliteOpenWait)
-	pause := time.Millisecond
-	for {
-		c, err := db.Conn(ctx)
-		if err == nil {
-			return c.Close()
-		}
-		if !sqliteBusy(err) || time.Now().After(deadline) {
-			return err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w, after %w", ctx.Err(), err)
-		}
-		pause = min(2*pause, 50*time.Millisecond)
-	}
-}
-
-// sqliteBusy reports whether err is SQLite's SQLITE_BUSY, in any of its
-// extended forms, as the Code of modernc.org/sqlite's errors tells it.
-func sqliteBusy(err error) bool {
-	var coded interface{ Code() int }
-	return errors.As(err, &coded) && coded.Code()&0xff == 5
-}
 
 // listPage runs a page query, whose arguments are after and limit, and
 // scans its rows.

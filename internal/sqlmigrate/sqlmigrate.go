@@ -4,7 +4,10 @@
 // recorded in the store's version table, and the version is read again
 // under a lock (PostgreSQL's advisory lock, or the write lock that a
 // SQLite transaction takes at BEGIN IMMEDIATE), so that exactly one of
-// them applies it.
+// them applies it. [Store] is the history of nmauth's own SQLStore;
+// [ConnectSQLite] opens a new SQLite file that others open at once, and
+// [PrivilegeHint] names the grant a PostgreSQL role lacks when it may not
+// create the tables.
 package sqlmigrate
 
 import (

@@ -49,10 +49,16 @@ func Update(table string, cols []string) string {
 	return "UPDATE " + table + " SET " + strings.Join(sets, ", ") + " WHERE " + cols[0] + " = ?"
 }
 
-// Page selects cols from the page of table after a key, in the order of
-// the key expression key, whose arguments are the key after and the
-// limit.
-func Page(table, cols, key string) string {
+// Page selects cols from the page of table after a key, in the byte
+// order of column key, whose arguments are the key after and the limit.
+// SQLite compares TEXT byte by byte by default; PostgreSQL (postgres)
+// compares by the database's collation unless told "C", which is byte
+// order for UTF-8 and is the collation of the index that a store makes
+// for this query.
+func Page(table, cols, key string, postgres bool) string {
+	if postgres {
+		key += ` COLLATE "C"`
+	}
 	return "SELECT " + cols + " FROM " + table + " WHERE " + key + " > ? ORDER BY " + key + " LIMIT ?"
 }
 

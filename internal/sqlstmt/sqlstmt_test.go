@@ -19,7 +19,8 @@ func TestStatements(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{Insert("t", cols), "INSERT INTO t (id, a, b) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING"},
 		{Update("t", cols), "UPDATE t SET a = ?, b = ? WHERE id = ?"},
-		{Page("t", "id, a", `id COLLATE "C"`), `SELECT id, a FROM t WHERE id COLLATE "C" > ? ORDER BY id COLLATE "C" LIMIT ?`},
+		{Page("t", "id, a", "id", true), `SELECT id, a FROM t WHERE id COLLATE "C" > ? ORDER BY id COLLATE "C" LIMIT ?`},
+		{Page("t", "id, a", "id", false), `SELECT id, a FROM t WHERE id > ? ORDER BY id LIMIT ?`},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

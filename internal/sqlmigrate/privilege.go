@@ -1,4 +1,4 @@
-package nmauth
+package sqlmigrate
 
 import (
 	"context"
@@ -17,14 +17,14 @@ const (
 	sqlStateNoSchema              = "3F000"
 )
 
-// schemaPrivilegeHint adds to err, a migration's failure on PostgreSQL,
-// the grant the store's role lacks when it lacks one on the schema its
-// tables go into: an administrator's GRANT ALL ON DATABASE does not give
-// it, and PostgreSQL's own message does not say what does. Any other error
-// is returned as it is.
-func (s *SQLStore) schemaPrivilegeHint(ctx context.Context, err error) error {
+// PrivilegeHint adds to err, a migration's failure on PostgreSQL, the
+// grant the store's role lacks when it lacks one on the schema its tables
+// go into: an administrator's GRANT ALL ON DATABASE does not give it, and
+// PostgreSQL's own message does not say what does. Any other error is
+// returned as it is.
+func PrivilegeHint(ctx context.Context, db *sql.DB, err error) error {
 	var coded interface{ SQLState() string }
-	if s.dialect != DialectPostgres || !errors.As(err, &coded) {
+	if !errors.As(err, &coded) {
 		return err
 	}
 	code := coded.SQLState()
@@ -34,7 +34,7 @@ func (s *SQLStore) schemaPrivilegeHint(ctx context.Context, err error) error {
 	var role, searchPath string
 	var schema sql.NullString
 	q := `SELECT current_user, current_schema(), current_setting('search_path')`
-	if s.db.QueryRowContext(ctx, q).Scan(&role, &schema, &searchPath) != nil {
+	if db.QueryRowContext(ctx, q).Scan(&role, &schema, &searchPath) != nil {
 		return err
 	}
 	if !schema.Valid {
