@@ -76,6 +76,9 @@ const (
 	EventEnrollmentKeyCreated EventType = "enrollment_key.created"
 	EventEnrollmentKeyRevoked EventType = "enrollment_key.revoked"
 	EventEnrollmentKeyDeleted EventType = "enrollment_key.deleted"
+	// EventRecordRepaired is a broken record repaired by
+	// [Admin.RepairRecords]; Kind and Name name the account.
+	EventRecordRepaired EventType = "record.repaired"
 )
 
 // Event is one audit record. It never holds a secret.

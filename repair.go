@@ -5,10 +5,6 @@ import (
 	"fmt"
 )
 
-// EventRecordRepaired is the audit event of a broken record repaired by
-// [Admin.RepairRecords]; Kind and Name name the account.
-const EventRecordRepaired EventType = "record.repaired"
-
 // repairBatch is how many records a scan for broken records reads under
 // one store deadline.
 const repairBatch = 1000
