@@ -128,7 +128,7 @@ func TestTokenCacheHitGivesTheSamePrincipal(t *testing.T) {
 			t.Fatalf("%s: not cached", kind)
 		}
 		// Only the access token's principal is kept whole.
-		if whole := e.meta&metaExt != 0; whole != (kind == "access") {
+		if whole := e.meta.Ext(); whole != (kind == "access") {
 			t.Errorf("%s: kept whole %v", kind, whole)
 		}
 		hits := a.Stats().TokenCache.Hits
@@ -259,7 +259,7 @@ func TestTokenCacheReaderNeverMixesWrites(t *testing.T) {
 		entries[i] = newTokenEntry(&sig, &Principal{Kind: KindNode, Name: name, Network: name, TokenID: name,
 			IssuedAt: time.Unix(now.Unix()-int64(i)*3600, 0), ExpiresAt: time.Unix(now.Unix()+int64(i+1)*3600, 0)}, nil, nil)
 		// Compact, as a JWT's principal is: times as time.Unix gives them.
-		if entries[i].meta&metaExt != 0 {
+		if entries[i].meta.Ext() {
 			t.Fatal("entry not compact")
 		}
 	}
