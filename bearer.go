@@ -3,8 +3,6 @@ package nmauth
 import (
 	"context"
 	"errors"
-	"hash/maphash"
-	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"strings"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/maypok86/otter/v2"
+
+	"github.com/nmauth/nmauth/internal/standing"
 )
 
 // CheckBearer checks one bearer credential: the master key, a user, host
@@ -326,20 +326,6 @@ type accountKey struct {
 	name string
 }
 
-// statusEntry is one account's standing as the status cache holds it.
-type statusEntry[V any] struct {
-	v V
-	// fetched and until bound the time, by Config.Now, in which v is
-	// trusted.
-	fetched, until time.Time
-	// epoch is the account's epoch when the read that made v began.
-	epoch uint64
-}
-
-// statusEpochs is the number of epoch counters of a status cache, a power
-// of two.
-const statusEpochs = 1 << 12
-
 // accountRef is the status cache's place for one account: what it last
 // read of the account's standing, shared by every cached token of the
 // account, so that the check of a cached token reaches its account's
@@ -347,7 +333,7 @@ const statusEpochs = 1 << 12
 type accountRef[V any] struct {
 	key   accountKey
 	epoch *atomic.Uint64
-	cur   atomic.Pointer[statusEntry[V]]
+	cur   standing.Slot[V]
 	// touched is when an access token's use was last recorded, in Unix
 	// nanoseconds (see noteUse).
 	touched atomic.Int64
@@ -360,27 +346,22 @@ type accountRef[V any] struct {
 // for a short time, so that the check does not read the Store on every
 // request. V is what it keeps of an account.
 //
-// Entries live a random time between half the TTL and the TTL, so that
-// accounts first read together are not all read again together. Each
-// account's place (an accountRef) is held by an otter cache bounded in
-// entries, which drops one at a time when full, and by the cached tokens
-// of the account, whose own bound holds theirs.
+// Entries live a random time between half the TTL and the TTL (see
+// internal/standing). Each account's place (an accountRef) is held by an
+// otter cache bounded in entries, which drops one at a time when full, and
+// by the cached tokens of the account, whose own bound holds theirs.
 //
 // A change made through the Authenticator calls forget after the Store has
 // it. A read of the Store that began before that change may finish after
 // the forget; its answer must not be kept. So each account has an epoch,
 // which forget bumps: an entry is trusted only while its account's epoch
 // is still the one read before its load began. Accounts share the epochs
-// of a fixed table by the hash of their name, so the table's memory is
-// bounded; a forget of one account therefore also makes the others on its
-// counter read the Store once more, which costs a read and never
-// correctness.
+// of a fixed table by the hash of their name.
 type statusCache[V any] struct {
 	ttl    time.Duration
 	load   func(context.Context, accountKey) (V, error)
 	c      *otter.Cache[accountKey, *accountRef[V]]
-	seed   maphash.Seed
-	epochs *[statusEpochs]atomic.Uint64
+	epochs *standing.Epochs
 	// misses counts the reads of the Store. The hits are the calls of
 	// standing that read nothing: the token cache's hits, which it counts
 	// already, less those that called no standing (lost), plus the calls
@@ -406,15 +387,14 @@ func newStatusCache[V any](ttl time.Duration, size int, load func(context.Contex
 	if ttl <= 0 || size <= 0 {
 		return c
 	}
-	c.seed = maphash.MakeSeed()
-	c.epochs = new([statusEpochs]atomic.Uint64)
+	c.epochs = standing.NewEpochs()
 	c.c = otter.Must(&otter.Options[accountKey, *accountRef[V]]{MaximumSize: size})
 	return c
 }
 
 // epoch returns the epoch counter of the account k.
 func (c *statusCache[V]) epoch(k accountKey) *atomic.Uint64 {
-	return &c.epochs[maphash.String(c.seed, k.name)&(statusEpochs-1)]
+	return c.epochs.Of(k.name)
 }
 
 // ref returns the place of the account k, nil for none.
@@ -451,23 +431,15 @@ func (c *statusCache[V]) standing(ctx context.Context, r *accountRef[V], now tim
 		return &v, err
 	}
 	epoch := r.epoch.Load()
-	if e := r.cur.Load(); e != nil && e.epoch == epoch && !now.Before(e.fetched) && now.Before(e.until) {
-		return &e.v, nil
+	if e := r.cur.Load(); e != nil && e.Epoch == epoch && !now.Before(e.Fetched) && now.Before(e.Until) {
+		return &e.V, nil
 	}
 	c.misses.Add(1)
 	v, err := c.load(ctx, r.key)
 	if err != nil {
 		return nil, err
 	}
-	e := &statusEntry[V]{v: v, fetched: now, until: now.Add(c.lifetime()), epoch: epoch}
-	r.cur.Store(e)
-	return &e.v, nil
-}
-
-// lifetime is a random time between half the TTL and the TTL.
-func (c *statusCache[V]) lifetime() time.Duration {
-	half := c.ttl / 2
-	return c.ttl - rand.N(half+1)
+	return r.cur.Set(v, epoch, now, c.ttl), nil
 }
 
 // forget makes the cache read k's standing from the Store again, after a

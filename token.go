@@ -1,7 +1,6 @@
 package nmauth
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -13,13 +12,14 @@ import (
 	"hash"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/golang-jwt/jwt/v5"
-	"golang.org/x/crypto/hkdf"
+
+	"github.com/nmauth/nmauth/internal/jwtenc"
+	"github.com/nmauth/nmauth/internal/rootkey"
 )
 
 // minSecretLen is the least number of bytes a root secret may have.
@@ -118,105 +118,53 @@ func (c *claims) GetIssuedAt() (*jwt.NumericDate, error) {
 // fraction as RFC 7519 §2 allows: "1772366460.123456789".
 type issuedAt struct{ time.Time }
 
-func (t issuedAt) MarshalJSON() ([]byte, error) { return t.appendJSON(nil), nil }
+func (t issuedAt) MarshalJSON() ([]byte, error) { return jwtenc.AppendTime(nil, t.Time), nil }
 
-func (t issuedAt) appendJSON(b []byte) []byte {
-	b = strconv.AppendInt(b, t.Unix(), 10)
-	ns := strconv.AppendUint(make([]byte, 0, 9), uint64(t.Nanosecond()), 10)
-	b = append(b, "."...)
-	b = append(b, "000000000"[len(ns):]...)
-	return append(b, ns...)
+func (t *issuedAt) UnmarshalJSON(b []byte) error {
+	iat, err := jwtenc.ParseTime(b)
+	if err != nil {
+		return err
+	}
+	t.Time = iat
+	return nil
 }
 
 // appendClaims appends c as JSON, the bytes encoding/json writes for it
 // (a test holds the two equal), with aud, c.Audience already encoded.
-// It is written out because minting is on the path of every login:
-// encoding/json's reflection, and the MarshalJSON of jwt.ClaimStrings that
-// calls it again, cost more than the rest of the token and grew each
-// login's stack past its first size.
+// It is written out because minting is on the path of every login (see
+// internal/jwtenc).
 func appendClaims(b []byte, c *claims, aud []byte) ([]byte, error) {
-	b = append(b, '{')
-	open := len(b)
-	field := func(b []byte, name string) []byte {
-		if len(b) > open {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, name...)
-		return append(b, '"', ':')
-	}
+	o := jwtenc.Open(b)
 	if c.Issuer != "" {
-		b = appendJSONString(field(b, "iss"), c.Issuer)
+		o = o.String("iss", c.Issuer)
 	}
 	if c.Subject != "" {
-		b = appendJSONString(field(b, "sub"), c.Subject)
+		o = o.String("sub", c.Subject)
 	}
 	if len(c.Audience) > 0 {
-		b = append(field(b, "aud"), aud...)
+		o = o.Raw("aud", aud)
 	}
-	for _, d := range []struct {
-		name string
-		date *jwt.NumericDate
-	}{{"exp", c.ExpiresAt}, {"nbf", c.NotBefore}} {
-		if d.date == nil {
-			continue
-		}
-		if jwt.TimePrecision >= time.Second {
-			// What MarshalJSON writes then, without its allocations.
-			b = strconv.AppendInt(field(b, d.name), d.date.Truncate(jwt.TimePrecision).Unix(), 10)
-			continue
-		}
-		v, err := d.date.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		b = append(field(b, d.name), v...)
+	var err error
+	if o, err = o.Date("exp", c.ExpiresAt); err != nil {
+		return nil, err
+	}
+	if o, err = o.Date("nbf", c.NotBefore); err != nil {
+		return nil, err
 	}
 	if c.ID != "" {
-		b = appendJSONString(field(b, "jti"), c.ID)
+		o = o.String("jti", c.ID)
 	}
-	b = c.IssuedAt.appendJSON(field(b, "iat"))
+	o = o.Time("iat", c.IssuedAt.Time)
 	if c.Network != "" {
-		b = appendJSONString(field(b, "net"), c.Network)
+		o = o.String("net", c.Network)
 	}
 	if c.TOTP {
-		b = append(field(b, "totp"), "true"...)
+		o = o.Raw("totp", []byte("true"))
 	}
 	if c.Generation.present {
-		b = strconv.AppendUint(field(b, "gen"), c.Generation.value, 10)
+		o = o.Uint("gen", c.Generation.value)
 	}
-	return append(b, '}'), nil
-}
-
-// appendJSONString appends s as a JSON string, as encoding/json writes
-// it: printable ASCII but for the characters it escapes is copied, and
-// anything else goes through encoding/json.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-func (t *issuedAt) UnmarshalJSON(b []byte) error {
-	sec, frac, _ := strings.Cut(string(b), ".")
-	n, err := strconv.ParseUint(sec, 10, 63)
-	if err != nil || len(frac) > 9 {
-		return errors.New("nmauth: malformed iat")
-	}
-	var ns uint64
-	if frac != "" {
-		if ns, err = strconv.ParseUint(frac+strings.Repeat("0", 9-len(frac)), 10, 64); err != nil {
-			return errors.New("nmauth: malformed iat")
-		}
-	}
-	t.Time = time.Unix(int64(n), int64(ns))
-	return nil
+	return o.Close(), nil
 }
 
 // ringKey holds the subkeys derived from one root secret.
@@ -285,35 +233,22 @@ func newKeyRing(secrets [][]byte) (*keyRing, error) {
 
 func deriveRingKey(secret []byte) (*ringKey, error) {
 	k := &ringKey{}
-	k.id = hex.EncodeToString(subkey(secret, "nmauth key id", 8))
-	k.check = hex.EncodeToString(subkey(secret, "nmauth key check", 32))
+	k.id = hex.EncodeToString(rootkey.Subkey(secret, "nmauth key id", 8))
+	k.check = hex.EncodeToString(rootkey.Subkey(secret, "nmauth key check", 32))
 	for kind := range numKinds {
-		k.jwt[kind] = subkey(secret, "nmauth jwt "+kindAudience[kind], 32)
+		k.jwt[kind] = rootkey.Subkey(secret, "nmauth jwt "+kindAudience[kind], 32)
 	}
-	k.enroll = subkey(secret, "nmauth enrollment signature", 32)
-	k.machine = subkey(secret, "nmauth machine secret", 32)
+	k.enroll = rootkey.Subkey(secret, "nmauth enrollment signature", 32)
+	k.machine = rootkey.Subkey(secret, "nmauth machine secret", 32)
 	header, err := json.Marshal(map[string]string{"alg": jwt.SigningMethodHS256.Alg(), "kid": k.id, "typ": "JWT"})
 	if err != nil {
 		return nil, err
 	}
 	k.header = base64.RawURLEncoding.EncodeToString(header)
-	block, err := aes.NewCipher(subkey(secret, "nmauth totp seal", 32))
-	if err != nil {
-		return nil, err
-	}
-	if k.seal, err = cipher.NewGCM(block); err != nil {
+	if k.seal, err = rootkey.NewSealer(rootkey.Subkey(secret, "nmauth totp seal", 32)); err != nil {
 		return nil, err
 	}
 	return k, nil
-}
-
-// subkey derives n bytes for one purpose from a root secret with HKDF.
-func subkey(secret []byte, purpose string, n int) []byte {
-	out := make([]byte, n)
-	if _, err := io.ReadFull(hkdf.New(sha256.New, secret, nil, []byte(purpose)), out); err != nil {
-		panic("nmauth: hkdf: " + err.Error()) // unreachable for n <= 255*32
-	}
-	return out
 }
 
 func (r *keyRing) signer() *ringKey { return r.keys[0] }
@@ -330,12 +265,7 @@ func (r *keyRing) matchesAny(checks map[string]string) bool {
 }
 
 // sealedKeyID is the key id a sealed TOTP secret names, "" if malformed.
-func (r *keyRing) sealedKeyID(sealed []byte) string {
-	if len(sealed) < 9 {
-		return ""
-	}
-	return hex.EncodeToString(sealed[1:9])
-}
+func (r *keyRing) sealedKeyID(sealed []byte) string { return rootkey.SealedKeyID(sealed) }
 
 func (r *keyRing) byID(id string) *ringKey {
 	for _, k := range r.keys {
@@ -527,83 +457,40 @@ func containsKind(kinds []tokenKind, k tokenKind) bool {
 }
 
 // enrollmentSignature binds an otpauth URL to one user at one generation
-// of the account until an expiry, so that a revoking change (a new
-// password, a disable) kills a pending enrollment. Its form is
-// "<expiry unix>.<key id>.<base64url HMAC-SHA256>".
+// of the account until an expiry (see internal/rootkey).
 func (k *ringKey) enrollmentSignature(username, url string, gen uint64, expires time.Time) string {
-	exp := expires.Unix()
-	return fmt.Sprintf("%d.%s.%s", exp, k.id, base64.RawURLEncoding.EncodeToString(k.enrollmentMAC(username, url, gen, exp)))
-}
-
-func (k *ringKey) enrollmentMAC(username, url string, gen uint64, exp int64) []byte {
-	m := hmac.New(sha256.New, k.enroll)
-	// Length-prefixed fields so no two inputs share an encoding.
-	fmt.Fprintf(m, "nmauth-enrollment-v2|%d:%s|%d:%s|%d|%d", len(username), username, len(url), url, gen, exp)
-	return m.Sum(nil)
+	return rootkey.EnrollmentSignature(k.enroll, k.id, username, url, gen, expires)
 }
 
 // checkEnrollment verifies a signature made by enrollmentSignature for the
 // account's current generation.
 func (r *keyRing) checkEnrollment(username, url, sig string, gen uint64, now time.Time) bool {
-	parts := strings.SplitN(sig, ".", 3)
-	if len(parts) != 3 {
-		return false
-	}
-	exp, err := strconv.ParseInt(parts[0], 10, 64)
-	if err != nil || strconv.FormatInt(exp, 10) != parts[0] {
-		return false
-	}
-	got, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil {
-		return false
-	}
-	key := r.byID(parts[1])
-	if key == nil || !now.Before(time.Unix(exp, 0)) {
-		return false
-	}
-	return hmac.Equal(got, key.enrollmentMAC(username, url, gen, exp))
+	return rootkey.CheckEnrollment(username, url, sig, gen, now, func(id string) []byte {
+		if k := r.byID(id); k != nil {
+			return k.enroll
+		}
+		return nil
+	})
 }
 
-// sealedVersion prefixes every sealed TOTP secret.
-const sealedVersion = 1
-
 // sealTOTP encrypts a TOTP secret with AES-256-GCM under the newest key,
-// with the username as additional data so a sealed secret cannot be moved
-// to another user. Layout: version | key id (8) | nonce | ciphertext.
+// bound to the username (see internal/rootkey).
 func (r *keyRing) sealTOTP(rnd io.Reader, username string, secret []byte) ([]byte, error) {
 	k := r.signer()
-	kid, _ := hex.DecodeString(k.id)
-	nonce := make([]byte, k.seal.NonceSize())
-	if _, err := io.ReadFull(rnd, nonce); err != nil {
-		return nil, fmt.Errorf("nmauth: seal nonce: %w", err)
-	}
-	out := append([]byte{sealedVersion}, kid...)
-	out = append(out, nonce...)
-	return k.seal.Seal(out, nonce, secret, []byte(username)), nil
+	return rootkey.Seal(k.seal, k.id, rnd, username, secret)
 }
 
 // sealedBySigner reports whether a sealed secret is under the newest key.
 func (r *keyRing) sealedBySigner(sealed []byte) bool {
-	return len(sealed) >= 9 && hex.EncodeToString(sealed[1:9]) == r.signer().id
+	return rootkey.SealedKeyID(sealed) == r.signer().id
 }
 
 // openTOTP decrypts a secret sealed by sealTOTP under any key of the ring.
 func (r *keyRing) openTOTP(username string, sealed []byte) ([]byte, error) {
-	if len(sealed) < 1+8 || sealed[0] != sealedVersion {
-		return nil, errors.New("nmauth: malformed sealed totp secret")
-	}
-	key := r.byID(hex.EncodeToString(sealed[1:9]))
-	if key == nil {
-		return nil, errors.New("nmauth: sealed totp secret uses an unknown key")
-	}
-	rest := sealed[9:]
-	ns := key.seal.NonceSize()
-	if len(rest) < ns {
-		return nil, errors.New("nmauth: malformed sealed totp secret")
-	}
-	secret, err := key.seal.Open(nil, rest[:ns], rest[ns:], []byte(username))
-	if err != nil {
-		return nil, fmt.Errorf("nmauth: open totp secret: %w", err)
-	}
-	return secret, nil
+	return rootkey.Open(username, sealed, func(id string) cipher.AEAD {
+		if k := r.byID(id); k != nil {
+			return k.seal
+		}
+		return nil
+	})
 }

@@ -47,7 +47,7 @@ func (s *tokenSlotEntry) Load() (e tokenEntry) {
 	for i := range s.sig {
 		binary.LittleEndian.PutUint64(e.sig[8*i:], s.sig[i].Load())
 	}
-	e.issued, e.generation, e.meta = s.issued.Load(), s.generation.Load(), s.meta.Load()
+	e.issued, e.generation, e.meta = s.issued.Load(), s.generation.Load(), tokencache.Meta(s.meta.Load())
 	e.ref, e.account = s.ref.Load(), s.account.Load()
 	return e
 }
@@ -59,14 +59,14 @@ func (s *tokenSlotEntry) Store(e tokenEntry) {
 	}
 	s.issued.Store(e.issued)
 	s.generation.Store(e.generation)
-	s.meta.Store(e.meta)
+	s.meta.Store(uint64(e.meta))
 	s.ref.Store(e.ref)
 	s.account.Store(e.account)
 }
 
 // Expired reports whether the token in s has expired at now.
 func (s *tokenSlotEntry) Expired(now time.Time) bool {
-	return int64(s.meta.Load()>>32) <= now.Unix()
+	return tokencache.Meta(s.meta.Load()).Expires() <= now.Unix()
 }
 
 // newTokenCache returns a cache of at most size tokens, or one that holds
@@ -95,7 +95,7 @@ func (c *tokenCache) get(token string) (uint64, tokenEntry, bool) {
 func (c *tokenCache) lookup(key uint64, token string) (uint64, tokenEntry, bool) {
 	if s, ver := c.Table().Find(key); s != nil {
 		if e := s.Value().Load(); s.Unchanged(key, ver) {
-			if sig, ok := tokenSignature(token); ok && sameSignature(&e.sig, &sig) {
+			if sig, ok := tokenSignature(token); ok && tokencache.SameSignature(&e.sig, &sig) {
 				c.Hit()
 				return key, e, true
 			}
@@ -154,13 +154,11 @@ type compactPrincipal struct {
 	// issued is when the token was issued, in Unix nanoseconds.
 	issued     int64
 	generation uint64
-	// meta is the token's expiry in Unix seconds, rounded up for a
-	// tokenExt (high half), and the layout (low half): metaKind, the meta
-	// flags, and the lengths of the name, network and token id
-	// (metaLenBits each, from metaNameShift on).
-	meta uint64
+	// meta is the token's expiry and the layout (see tokencache.Meta),
+	// with the index of the kind in compactKinds.
+	meta tokencache.Meta
 	// ref is the principal's name, network and token id, one after the
-	// other, or its *tokenExt when metaExt is set.
+	// other, or its *tokenExt when meta.Ext() is set.
 	ref *byte
 }
 
@@ -173,30 +171,20 @@ type tokenExt struct {
 	token *accountRef[accountStatus]
 }
 
-const (
-	metaKind       = 3
-	metaTOTP       = 1 << 2
-	metaGeneration = 1 << 3
-	metaExt        = 1 << 4
-	metaNameShift  = 5
-	metaLenBits    = 9
-	metaLenMax     = 1<<metaLenBits - 1
-)
-
 // compactKinds are the kinds of principal an entry keeps compact, by
-// meta&metaKind.
+// meta.Kind().
 var compactKinds = [...]PrincipalKind{KindUser, KindHost, KindNode}
 
 // extPrincipal returns p kept whole, as the token cache keeps a
 // principal it cannot keep compact.
 func extPrincipal(p *Principal) compactPrincipal {
-	return compactPrincipal{meta: metaExt, ref: (*byte)(unsafe.Pointer(&tokenExt{p: *p}))}
+	return compactPrincipal{meta: tokencache.ExtMeta(0), ref: (*byte)(unsafe.Pointer(&tokenExt{p: *p}))}
 }
 
 // ext returns the tokenExt that keeps the principal whole, nil when it
 // is compact.
 func (c *compactPrincipal) ext() *tokenExt {
-	if c.meta&metaExt == 0 {
+	if !c.meta.Ext() {
 		return nil
 	}
 	return (*tokenExt)(unsafe.Pointer(c.ref))
@@ -209,23 +197,21 @@ func (c *compactPrincipal) principal() Principal {
 	}
 	n, m, strs := c.strings()
 	return Principal{
-		Kind:       compactKinds[c.meta&metaKind],
+		Kind:       compactKinds[c.meta.Kind()],
 		Name:       strs[:n],
 		Network:    strs[n:m],
-		TOTP:       c.meta&metaTOTP != 0,
+		TOTP:       c.meta.TOTP(),
 		IssuedAt:   time.Unix(0, c.issued),
-		ExpiresAt:  time.Unix(int64(c.meta>>32), 0),
+		ExpiresAt:  time.Unix(c.meta.Expires(), 0),
 		TokenID:    strs[m:],
-		generation: generationClaim{value: c.generation, present: c.meta&metaGeneration != 0},
+		generation: generationClaim{value: c.generation, present: c.meta.Generation()},
 	}
 }
 
 // strings returns a compact principal's name, network and token id, one
 // after the other, and the ends of the first two.
 func (c *compactPrincipal) strings() (n, m int, strs string) {
-	n = int(c.meta >> metaNameShift & metaLenMax)
-	m = n + int(c.meta>>(metaNameShift+metaLenBits)&metaLenMax)
-	return n, m, unsafe.String(c.ref, m+int(c.meta>>(metaNameShift+2*metaLenBits)&metaLenMax))
+	return c.meta.Strings(c.ref)
 }
 
 // kind returns the principal's kind.
@@ -233,7 +219,7 @@ func (c *compactPrincipal) kind() PrincipalKind {
 	if x := c.ext(); x != nil {
 		return x.p.Kind
 	}
-	return compactKinds[c.meta&metaKind]
+	return compactKinds[c.meta.Kind()]
 }
 
 // expiresAt returns when the principal's token expires.
@@ -241,7 +227,7 @@ func (c *compactPrincipal) expiresAt() time.Time {
 	if x := c.ext(); x != nil {
 		return x.p.ExpiresAt
 	}
-	return time.Unix(int64(c.meta>>32), 0)
+	return time.Unix(c.meta.Expires(), 0)
 }
 
 // tokenID returns the id of the principal's token.
@@ -259,7 +245,7 @@ func (c *compactPrincipal) generationClaim() generationClaim {
 	if x := c.ext(); x != nil {
 		return x.p.generation
 	}
-	return generationClaim{value: c.generation, present: c.meta&metaGeneration != 0}
+	return generationClaim{value: c.generation, present: c.meta.Generation()}
 }
 
 // token returns the place of an access token's own standing, nil for any
@@ -282,17 +268,10 @@ func newTokenEntry(sig *[32]byte, p *Principal, account, token *accountRef[accou
 		}
 	}
 	expires := p.ExpiresAt.Unix()
-	if kind >= 0 && token == nil && len(p.Name) <= metaLenMax && len(p.Network) <= metaLenMax && len(p.TokenID) <= metaLenMax &&
+	if kind >= 0 && token == nil && len(p.Name) <= tokencache.LenMax && len(p.Network) <= tokencache.LenMax && len(p.TokenID) <= tokencache.LenMax &&
 		expires >= 0 && expires <= math.MaxUint32 {
 		e.issued, e.generation = p.IssuedAt.UnixNano(), p.generation.value
-		e.meta = uint64(expires)<<32 | uint64(kind) |
-			uint64(len(p.Name))<<metaNameShift | uint64(len(p.Network))<<(metaNameShift+metaLenBits) | uint64(len(p.TokenID))<<(metaNameShift+2*metaLenBits)
-		if p.TOTP {
-			e.meta |= metaTOTP
-		}
-		if p.generation.present {
-			e.meta |= metaGeneration
-		}
+		e.meta = tokencache.PackMeta(kind, expires, len(p.Name), len(p.Network), len(p.TokenID), p.TOTP, p.generation.present)
 		e.ref = unsafe.StringData(p.Name + p.Network + p.TokenID)
 		// An expiry with a fraction of a second, a time out of range of
 		// Unix nanoseconds, or in a location other than the one time.Unix
@@ -305,7 +284,7 @@ func newTokenEntry(sig *[32]byte, p *Principal, account, token *accountRef[accou
 		expires++
 	}
 	e.issued, e.generation = 0, 0
-	e.meta = uint64(min(max(expires, 0), math.MaxUint32))<<32 | metaExt
+	e.meta = tokencache.ExtMeta(expires)
 	e.ref = (*byte)(unsafe.Pointer(&tokenExt{p: *p, token: token}))
 	return e
 }
@@ -319,48 +298,5 @@ func tokenSignature(token string) (sig [32]byte, ok bool) {
 		n, err := accessEncoding.Decode(sig[:], []byte(check))
 		return sig, err == nil && n == accessCheckBytes
 	}
-	return sig, decodeSignature(token[strings.LastIndexByte(token, '.')+1:], &sig)
-}
-
-// base64URL is the value of each character of unpadded base64url, 0xff
-// for a character outside it.
-var base64URL = func() (t [256]byte) {
-	for i := range t {
-		t[i] = 0xff
-	}
-	for i, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" {
-		t[c] = byte(i)
-	}
-	return t
-}()
-
-// decodeSignature decodes s, the unpadded base64url of 32 bytes, into sig
-// as base64.RawURLEncoding does, spare bits ignored, and reports whether
-// it is one. It is the bearer check's hit path, so it does in straight
-// code what the general decoder does in a loop.
-func decodeSignature(s string, sig *[32]byte) bool {
-	if len(s) != 43 {
-		return false
-	}
-	var bad byte
-	for i, j := 0, 0; i < 40; i, j = i+4, j+3 {
-		a, b, c, d := base64URL[s[i]], base64URL[s[i+1]], base64URL[s[i+2]], base64URL[s[i+3]]
-		bad |= a | b | c | d
-		n := uint32(a)<<18 | uint32(b)<<12 | uint32(c)<<6 | uint32(d)
-		sig[j], sig[j+1], sig[j+2] = byte(n>>16), byte(n>>8), byte(n)
-	}
-	a, b, c := base64URL[s[40]], base64URL[s[41]], base64URL[s[42]]
-	bad |= a | b | c
-	n := uint32(a)<<18 | uint32(b)<<12 | uint32(c)<<6
-	sig[30], sig[31] = byte(n>>16), byte(n>>8)
-	return bad&0x80 == 0
-}
-
-// sameSignature compares two signatures in constant time.
-func sameSignature(a, b *[32]byte) bool {
-	var x uint64
-	for i := 0; i < len(a); i += 8 {
-		x |= binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
-	}
-	return x == 0
+	return sig, tokencache.DecodeSignature(token[strings.LastIndexByte(token, '.')+1:], &sig)
 }
