@@ -1,11 +1,7 @@
 package nmauth
 
 import (
-	"encoding/base64"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/nmauth/nmauth/internal/secret"
 )
@@ -29,66 +25,9 @@ import (
 // with a probability below 10^-9. [Config.Secrets] takes bytes as they
 // are: these tests are for secrets a person may have typed.
 func ParseSecrets(s string) ([][]byte, error) {
-	secrets, err := parseSecrets(s)
+	secrets, err := secret.ParseRoot(s, minSecretLen)
 	if err != nil {
 		return nil, fmt.Errorf("nmauth: %w", err)
 	}
 	return secrets, nil
 }
-
-// parseSecrets is [ParseSecrets] with errors that do not name the
-// package.
-func parseSecrets(s string) ([][]byte, error) {
-	fields := strings.Split(s, ",")
-	secrets := make([][]byte, 0, len(fields))
-	for i, field := range fields {
-		b, err := decodeSecret(field)
-		if err != nil {
-			if len(fields) == 1 {
-				return nil, fmt.Errorf("root secret: %w", err)
-			}
-			return nil, fmt.Errorf("root secret %d of the list: %w", i+1, err)
-		}
-		secrets = append(secrets, b)
-	}
-	return secrets, nil
-}
-
-// decodeSecret reads one secret of [ParseSecrets].
-func decodeSecret(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, errors.New("empty")
-	}
-	var b []byte
-	var err error
-	alphabet := 16
-	if strings.Trim(s, "0123456789abcdefABCDEF") == "" {
-		if b, err = hex.DecodeString(s); err != nil {
-			return nil, errors.New("malformed hex")
-		}
-	} else if b, err = decodeBase64(s); err != nil {
-		return nil, errors.New("neither hex nor base64")
-	} else {
-		alphabet = 64
-	}
-	if len(b) < minSecretLen {
-		return nil, fmt.Errorf("%d bytes, need at least %d", len(b), minSecretLen)
-	}
-	if why := secret.Weakness(s, alphabet, b); why != "" {
-		return nil, fmt.Errorf("does not look random: %s; %s", why, secretAdvice)
-	}
-	return b, nil
-}
-
-func decodeBase64(s string) ([]byte, error) {
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			return b, nil
-		}
-	}
-	return nil, errors.New("not base64")
-}
-
-// secretAdvice ends every error about a root secret that is not random.
-const secretAdvice = "make one with: openssl rand -base64 32 (or head -c 32 /dev/urandom | base64)"

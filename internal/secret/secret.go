@@ -3,7 +3,7 @@
 // which a keyed digest keeps, or a person's password, which a slow hash
 // keeps. The login carries the [Presented] value down, so that nothing
 // below asks either question of the same secret again. It also holds the
-// test of a root secret read from text ([Weakness]). It knows nothing of
+// reading of root secrets from text ([ParseRoot], [Weakness]). It knows nothing of
 // accounts, stores or hashes.
 package secret
 
