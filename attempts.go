@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth/internal/attempt"
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/state"
 )
 
@@ -117,19 +118,9 @@ func clientAddrOf(ctx context.Context) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// clientKey is the client address of ctx as attempts are counted: an IPv4
-// address, or the /64 of an IPv6 address, the block a single host usually
-// holds; "" when ctx names none.
-func clientKey(ctx context.Context) string {
-	addr := clientOfContext(ctx)
-	switch {
-	case !addr.IsValid():
-		return ""
-	case addr.Is6():
-		return netip.PrefixFrom(addr, 64).String()
-	}
-	return addr.String()
-}
+// clientKey is the client address of ctx as attempts are counted (see
+// [clientaddr.Key]); "" when ctx names none.
+func clientKey(ctx context.Context) string { return clientaddr.Key(clientOfContext(ctx)) }
 
 // entrant is the login of t from the client of ctx as the hashing gate
 // places it (see admission): its account, and how to learn its class

@@ -64,6 +64,20 @@ func parseHop(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// Key is addr as attempts at an account are counted: an IPv4 address, or
+// an IPv6 address as the /64 it starts, the block a single host usually
+// holds (its caller masks it, as [Forwarded] does); "" for the invalid
+// address.
+func Key(addr netip.Addr) string {
+	switch {
+	case !addr.IsValid():
+		return ""
+	case addr.Is6():
+		return netip.PrefixFrom(addr, 64).String()
+	}
+	return addr.String()
+}
+
 // Trusted reports whether a is in one of the trusted prefixes.
 func Trusted(trusted []netip.Prefix, a netip.Addr) bool {
 	for _, p := range trusted {

@@ -53,3 +53,15 @@ func TestPeer(t *testing.T) {
 		}
 	}
 }
+
+func TestKey(t *testing.T) {
+	for addr, want := range map[netip.Addr]string{
+		{}:                                 "",
+		netip.MustParseAddr("192.0.2.1"):   "192.0.2.1",
+		netip.MustParseAddr("2001:db8::1"): "2001:db8::1/64",
+	} {
+		if got := Key(addr); got != want {
+			t.Errorf("Key(%v) = %q, want %q", addr, got, want)
+		}
+	}
+}
