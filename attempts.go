@@ -7,61 +7,19 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/attempt"
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/state"
 )
 
-// The attempt limits of password logins (users, hosts and nodes alike).
-//
-// Failures are counted per client address against each account: from one
-// address the first 5 consecutive failures are free, then each further
-// attempt waits 1 s doubling up to a minute (see [backoff]). Other addresses are not
-// slowed by it, so an attacker hammering an account from one address
-// cannot lock its owner out.
-//
-// Failures from all addresses add up to the account's count. After
-// accountCeiling consecutive failures (NIST SP 800-63B allows up to 100),
-// each further attempt waits 1 s doubling up to 15 minutes, for every
-// address that has never logged in to it. An address
-// that has is "known": only its own backoff applies to it.
-const (
-	clientFreeFailures = 5
-	clientMaxDelay     = time.Minute
-	accountCeiling     = 100
-	accountMaxDelay    = 15 * time.Minute
-	// maxClientEntries bounds the addresses kept per account; past it the
-	// least recently seen unknown address is forgotten first.
-	maxClientEntries = 32
-)
-
-// passwordDelay is the backoff of one client address after n consecutive
-// failures against one account.
-func passwordDelay(n int) time.Duration { return backoff(n, clientFreeFailures, clientMaxDelay) }
-
-// accountDelay is the account-wide backoff after n consecutive failures
-// from every address.
-func accountDelay(n int) time.Duration { return backoff(n, accountCeiling, accountMaxDelay) }
-
-// backoff is the one backoff formula of password and TOTP attempts: after
-// n consecutive failures, none while n is below free, then 1 s doubling
-// with each further failure up to ceiling. So free failures can be made
-// without waiting, and the attempt after them waits 1 s.
+// backoff is [attempt.Backoff], the one backoff formula of password and
+// TOTP attempts.
 func backoff(n, free int, ceiling time.Duration) time.Duration {
-	if n < free {
-		return 0
-	}
-	// 2^30 s is past any ceiling; the bound keeps the shift from
-	// overflowing however large n grows.
-	return min(time.Second<<min(n-free, 30), ceiling)
+	return attempt.Backoff(n, free, ceiling)
 }
 
-// addDelay is the end of a backoff of d from now: the zero time when there
-// is none.
-func addDelay(now time.Time, d time.Duration) time.Time {
-	if d <= 0 {
-		return time.Time{}
-	}
-	return now.Add(d)
-}
+// addDelay is [attempt.AddDelay]: the end of a backoff of d from now.
+func addDelay(now time.Time, d time.Duration) time.Time { return attempt.AddDelay(now, d) }
 
 // account is what a login reads and writes of a user or a host: pointers
 // into the record inside an atomic update.
@@ -74,90 +32,49 @@ type account struct {
 	failures *int
 	blocked  *time.Time
 	clients  *[]state.Client
+	// counts is the state that failures, blocked and clients point into,
+	// as the rules of internal/attempt read and write it.
+	counts *state.Account
 }
 
 func userAccount(u *User) account {
-	return account{user: u, hash: &u.PasswordHash, disabled: &u.Disabled,
+	return account{user: u, hash: &u.PasswordHash, disabled: &u.Disabled, counts: &u.State.v.Account,
 		failures: &u.State.v.PasswordFailures, blocked: &u.State.v.PasswordBlockedUntil, clients: &u.State.v.PasswordClients}
 }
 
 func hostAccount(h *Host) account {
-	return account{host: h, hash: &h.PasswordHash, disabled: &h.Disabled,
+	return account{host: h, hash: &h.PasswordHash, disabled: &h.Disabled, counts: &h.State.v.Account,
 		failures: &h.State.v.PasswordFailures, blocked: &h.State.v.PasswordBlockedUntil, clients: &h.State.v.PasswordClients}
 }
 
 // takeAttempt checks the backoff that applies to client and, if there is
-// none, counts the attempt as a failure before its password is checked.
-// It returns how long the client must wait, or 0 when the attempt is
-// taken.
+// none, counts the attempt as a failure before its password is checked
+// (see [attempt.Take]). It returns how long the client must wait, or 0
+// when the attempt is taken.
 func takeAttempt(acc account, client string, now time.Time) time.Duration {
-	if wait := attemptWait(acc, client, now); wait > 0 {
-		return wait
-	}
-	c := clientEntry(acc.clients, client)
-	c.Failures++
-	c.BlockedUntil = addDelay(now, passwordDelay(c.Failures))
-	*acc.failures++
-	if d := accountDelay(*acc.failures); d > 0 {
-		*acc.blocked = now.Add(d)
-	}
-	return 0
+	return attempt.Take(acc.counts, client, now)
 }
 
 // attemptWait is how long client must wait before its next attempt at
-// the account: its own backoff, and the account's unless the client is
-// known to it. It changes nothing.
+// the account (see [attempt.Wait]). It changes nothing.
 func attemptWait(acc account, client string, now time.Time) time.Duration {
-	var wait time.Duration
-	known := false
-	if i := slices.IndexFunc(*acc.clients, func(c state.Client) bool { return c.Client == client }); i >= 0 {
-		c := (*acc.clients)[i]
-		wait, known = c.BlockedUntil.Sub(now), c.Known
-	}
-	if !known {
-		wait = max(wait, acc.blocked.Sub(now))
-	}
-	return wait
+	return attempt.Wait(acc.counts, client, now)
 }
 
-// grantChanges reports whether [grantAttempt] would change the account:
-// whether it has failures to forget, or client is not yet known to it.
-func grantChanges(acc account, client string) bool {
-	if *acc.failures != 0 || !acc.blocked.IsZero() {
-		return true
-	}
-	i := slices.IndexFunc(*acc.clients, func(c state.Client) bool { return c.Client == client })
-	return i < 0 || (*acc.clients)[i] != state.Client{Client: client, Known: true}
-}
+// grantChanges reports whether [grantAttempt] would change the account.
+func grantChanges(acc account, client string) bool { return attempt.GrantChanges(acc.counts, client) }
 
 // grantAttempt undoes the counting of a login that succeeded and marks
 // its client as known to the account.
-func grantAttempt(acc account, client string) {
-	c := clientEntry(acc.clients, client)
-	c.Failures, c.BlockedUntil, c.Known = 0, time.Time{}, true
-	*acc.failures, *acc.blocked = 0, time.Time{}
-}
+func grantAttempt(acc account, client string) { attempt.Grant(acc.counts, client) }
 
 // resetAttempts forgets every failure of an account, after an
 // administrator set a new password.
-func resetAttempts(acc account) {
-	*acc.failures, *acc.blocked, *acc.clients = 0, time.Time{}, nil
-}
+func resetAttempts(acc account) { attempt.Reset(acc.counts) }
 
-// clientEntry returns client's entry, adding one if needed. Past
-// maxClientEntries it forgets the oldest unknown address, or if every
-// address is known, the oldest one: an attacker who rotates addresses can
-// push out other unknown addresses, never the owner's known ones.
+// clientEntry is [attempt.Entry]: client's entry, added if needed.
 func clientEntry(clients *[]state.Client, client string) *state.Client {
-	if i := slices.IndexFunc(*clients, func(c state.Client) bool { return c.Client == client }); i >= 0 {
-		return &(*clients)[i]
-	}
-	if len(*clients) >= maxClientEntries {
-		drop := max(slices.IndexFunc(*clients, func(c state.Client) bool { return !c.Known }), 0)
-		*clients = slices.Delete(*clients, drop, drop+1)
-	}
-	*clients = append(*clients, state.Client{Client: client})
-	return &(*clients)[len(*clients)-1]
+	return attempt.Entry(clients, client)
 }
 
 type clientAddrKey struct{}
@@ -201,19 +118,9 @@ func clientAddrOf(ctx context.Context) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// clientKey is the client address of ctx as attempts are counted: an IPv4
-// address, or the /64 of an IPv6 address, the block a single host usually
-// holds; "" when ctx names none.
-func clientKey(ctx context.Context) string {
-	addr := clientOfContext(ctx)
-	switch {
-	case !addr.IsValid():
-		return ""
-	case addr.Is6():
-		return netip.PrefixFrom(addr, 64).String()
-	}
-	return addr.String()
-}
+// clientKey is the client address of ctx as attempts are counted (see
+// [clientaddr.Key]); "" when ctx names none.
+func clientKey(ctx context.Context) string { return clientaddr.Key(clientOfContext(ctx)) }
 
 // entrant is the login of t from the client of ctx as the hashing gate
 // places it (see admission): its account, and how to learn its class
@@ -302,7 +209,7 @@ func (a *Authenticator) loginClass(ctx context.Context, t loginTarget) int {
 		return classNobody
 	case err != nil:
 		return classNew
-	case slices.ContainsFunc(clients, func(c state.Client) bool { return c.Known && c.Client == client }):
+	case attempt.Known(clients, client):
 		return classKnown
 	}
 	return classNew

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/attempt"
 )
 
 // TestConcurrentGuessesAreCounted: 40 wrong passwords at once from one
@@ -39,12 +41,12 @@ func TestConcurrentGuessesAreCounted(t *testing.T) {
 		}()
 	}
 	wrong.Wait()
-	if counts["401"] != clientFreeFailures || counts["429"] != 40-clientFreeFailures {
-		t.Fatalf("answers %v, want %d × 401 and %d × 429", counts, clientFreeFailures, 40-clientFreeFailures)
+	if counts["401"] != attempt.ClientFreeFailures || counts["429"] != 40-attempt.ClientFreeFailures {
+		t.Fatalf("answers %v, want %d × 401 and %d × 429", counts, attempt.ClientFreeFailures, 40-attempt.ClientFreeFailures)
 	}
 	u, _ := a.store.GetUser(context.Background(), "alice")
-	if u.State.v.PasswordFailures != clientFreeFailures {
-		t.Fatalf("PasswordFailures = %d, want %d", u.State.v.PasswordFailures, clientFreeFailures)
+	if u.State.v.PasswordFailures != attempt.ClientFreeFailures {
+		t.Fatalf("PasswordFailures = %d, want %d", u.State.v.PasswordFailures, attempt.ClientFreeFailures)
 	}
 }
 
@@ -89,7 +91,7 @@ func TestOwnerLogsInWhileAttackerHammers(t *testing.T) {
 				t.Errorf("owner logged in %d of %d times", ownerOK, owner)
 			}
 			// 5 free, then at most one per minute at the cap.
-			if maxEvaluated := clientFreeFailures + 3600/60 + 7; evaluated > maxEvaluated {
+			if maxEvaluated := attempt.ClientFreeFailures + 3600/60 + 7; evaluated > maxEvaluated {
 				t.Errorf("attacker had %d guesses evaluated, want at most %d", evaluated, maxEvaluated)
 			}
 		})
@@ -108,7 +110,7 @@ func TestAccountCeiling(t *testing.T) {
 	if _, err := a.LoginUser(from("192.0.2.1"), "alice", "right password"); err != nil {
 		t.Fatal(err)
 	}
-	for i := range accountCeiling {
+	for i := range attempt.AccountCeiling {
 		if _, err := a.LoginUser(from(fmt.Sprintf("10.0.%d.%d", i/200, i%200)), "alice", "wrong"); !errors.Is(err, ErrInvalidCredentials) {
 			t.Fatalf("guess %d from a fresh address: %v", i, err)
 		}

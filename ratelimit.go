@@ -5,10 +5,10 @@ import (
 	"hash/maphash"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/limit"
 )
 
@@ -92,10 +92,10 @@ func markProvedAccount(ctx context.Context, account accountKey) {
 // now, a forwarding header from a peer that is not a trusted proxy.
 func (l *clientLimiter) clientOf(r *http.Request, now time.Time) netip.Addr {
 	peer := peerAddr(r)
-	if !isTrusted(l.trusted, peer) {
+	if !clientaddr.Trusted(l.trusted, peer) {
 		l.watch.forwarded(r, peer, now)
 	}
-	return forwardedClient(r, peer, l.trusted)
+	return clientaddr.Forwarded(r, peer, l.trusted)
 }
 
 // stats is what the limit and its watch counted.
@@ -111,7 +111,7 @@ func (l *clientLimiter) stats() clientStats {
 // trusted proxy, the nearest untrusted address in X-Forwarded-For. IPv6
 // clients are grouped by /64, the block a single host usually holds.
 func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
-	return forwardedClient(r, peerAddr(r), trusted)
+	return clientaddr.Forwarded(r, peerAddr(r), trusted)
 }
 
 // peerAddr is the address of the connection's peer; the unspecified IPv6
@@ -119,62 +119,4 @@ func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
 func peerAddr(r *http.Request) netip.Addr { return remotePeer(r.RemoteAddr) }
 
 // remotePeer is peerAddr of a request whose RemoteAddr is remote.
-func remotePeer(remote string) netip.Addr {
-	ap, err := netip.ParseAddrPort(remote)
-	if err != nil {
-		return netip.IPv6Unspecified()
-	}
-	return ap.Addr().Unmap()
-}
-
-// forwardedClient is the client of a request from peer: peer itself,
-// unless it is a trusted proxy that named the client in X-Forwarded-For.
-// Then the hops are read from the right, the one the proxy added first,
-// and the first that is not trusted is the client; hops to its left were
-// written by the client and are not believed. A hop may carry a port
-// ("192.0.2.1:5678", "[2001:db8::1]:443"). A hop that is no address at
-// all ("unknown", an obfuscated name) gives the invalid address: such
-// clients share one bucket, apart from the proxy's own. IPv6 clients are
-// grouped by /64.
-func forwardedClient(r *http.Request, peer netip.Addr, trusted []netip.Prefix) netip.Addr {
-	addr := peer
-	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 && isTrusted(trusted, peer) {
-		hops := strings.Split(strings.Join(xff, ","), ",")
-		for i := len(hops) - 1; i >= 0; i-- {
-			hop, ok := parseHop(hops[i])
-			if !ok {
-				return netip.Addr{}
-			}
-			addr = hop
-			if !isTrusted(trusted, addr) {
-				break
-			}
-		}
-	}
-	if addr.Is6() {
-		addr = netip.PrefixFrom(addr, 64).Masked().Addr()
-	}
-	return addr
-}
-
-// parseHop reads one X-Forwarded-For entry: an address, with or without a
-// port, IPv6 with or without brackets.
-func parseHop(s string) (netip.Addr, bool) {
-	s = strings.TrimSpace(s)
-	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
-		return a.Unmap(), true
-	}
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap(), true
-	}
-	return netip.Addr{}, false
-}
-
-func isTrusted(trusted []netip.Prefix, a netip.Addr) bool {
-	for _, p := range trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
+func remotePeer(remote string) netip.Addr { return clientaddr.Peer(remote) }
