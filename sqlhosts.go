@@ -1,6 +1,6 @@
 // This file holds the SQLStore's hosts: the Store methods on
-// nmauth_hosts, the batch of host updates, and the encoding of a Host to
-// its row and back.
+// nmauth_hosts, the lean read of a host login, the batch of host updates,
+// and the encoding of a Host to its row and back.
 
 package nmauth
 
@@ -17,6 +17,42 @@ func (s *SQLStore) GetHost(ctx context.Context, id string) (Host, error) {
 	h, err := scanHost(s.getHost.QueryRowContext(ctx, id))
 	if err != nil {
 		return Host{}, readErr("get host", err)
+	}
+	return h, nil
+}
+
+// sqlHostLoginColumns are the columns a host login reads.
+var sqlHostLoginColumns = []string{
+	"mac_address", "password_hash", "disabled",
+	"password_failures", "password_blocked_until", "password_clients", "generation",
+}
+
+// hostLoginSQL is the statement of GetHostLogin.
+func hostLoginSQL(q sqlQueries) string {
+	return q.rebind("SELECT " + strings.Join(sqlHostLoginColumns, ", ") + " FROM nmauth_hosts WHERE id = ?")
+}
+
+// GetHostLogin implements [HostLoginStore] with one prepared statement of
+// the columns a login reads. An empty list of client failures is not
+// decoded.
+func (s *SQLStore) GetHostLogin(ctx context.Context, id string) (Host, error) {
+	c, err := scanCells(s.getHostLogin.QueryRowContext(ctx, id), len(sqlHostLoginColumns))
+	if err != nil {
+		return Host{}, readErr("get host login", err)
+	}
+	h := Host{ID: id}
+	d := columnDecoder{kind: "host", key: id}
+	h.MACAddress = d.text("mac_address", c[0])
+	h.PasswordHash = d.text("password_hash", c[1])
+	h.Disabled = d.boolean("disabled", c[2])
+	h.State.v.PasswordFailures = d.count("password_failures", c[3])
+	h.State.v.PasswordBlockedUntil = decodeTime(d.integer("password_blocked_until", c[4]))
+	if c[5].v != "[]" {
+		decodeColumn(&d, "password_clients", c[5], &h.State.v.PasswordClients)
+	}
+	h.State.v.Generation = uint64(d.integer("generation", c[6]))
+	if err := d.err(); err != nil {
+		return Host{}, err
 	}
 	return h, nil
 }

@@ -86,6 +86,7 @@ var (
 	_ Store          = (*SQLStore)(nil)
 	_ KeyCheckStore  = (*SQLStore)(nil)
 	_ HostBatchStore = (*SQLStore)(nil)
+	_ HostLoginStore = (*SQLStore)(nil)
 )
 
 var (
