@@ -3,7 +3,6 @@ package nmauth
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nmauth/nmauth/internal/hashfmt"
@@ -19,44 +18,6 @@ type HostLoginStore interface {
 	// State. CreatedAt and Broken are left zero; a record it cannot
 	// decode returns a [*BrokenRecordError], as GetHost's does.
 	GetHostLogin(ctx context.Context, id string) (Host, error)
-}
-
-var _ HostLoginStore = (*SQLStore)(nil)
-
-// sqlHostLoginColumns are the columns a host login reads.
-var sqlHostLoginColumns = []string{
-	"mac_address", "password_hash", "disabled",
-	"password_failures", "password_blocked_until", "password_clients", "generation",
-}
-
-// hostLoginSQL is the statement of GetHostLogin.
-func hostLoginSQL(q sqlQueries) string {
-	return q.rebind("SELECT " + strings.Join(sqlHostLoginColumns, ", ") + " FROM nmauth_hosts WHERE id = ?")
-}
-
-// GetHostLogin implements [HostLoginStore] with one prepared statement of
-// the columns a login reads. An empty list of client failures is not
-// decoded.
-func (s *SQLStore) GetHostLogin(ctx context.Context, id string) (Host, error) {
-	c, err := scanCells(s.getHostLogin.QueryRowContext(ctx, id), len(sqlHostLoginColumns))
-	if err != nil {
-		return Host{}, readErr("get host login", err)
-	}
-	h := Host{ID: id}
-	d := columnDecoder{kind: "host", key: id}
-	h.MACAddress = d.text("mac_address", c[0])
-	h.PasswordHash = d.text("password_hash", c[1])
-	h.Disabled = d.boolean("disabled", c[2])
-	h.State.v.PasswordFailures = d.count("password_failures", c[3])
-	h.State.v.PasswordBlockedUntil = decodeTime(d.integer("password_blocked_until", c[4]))
-	if c[5].v != "[]" {
-		decodeColumn(&d, "password_clients", c[5], &h.State.v.PasswordClients)
-	}
-	h.State.v.Generation = uint64(d.integer("generation", c[6]))
-	if err := d.err(); err != nil {
-		return Host{}, err
-	}
-	return h, nil
 }
 
 // getHostLogin reads a host for its login: through [HostLoginStore] when

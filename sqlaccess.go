@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/sqlcol"
 	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
 
@@ -42,26 +43,26 @@ func accessArgs(t AccessToken) ([]any, error) {
 // user's. Networks that cannot be read leave the token's Networks nil,
 // which would mean every network, so such a token must never be used: a
 // read returns the error, and a listing marks it.
-func scanAccessToken(row rowScanner) (AccessToken, error) {
-	c, err := scanCells(row, len(sqlAccessColumns))
+func scanAccessToken(row sqlcol.RowScanner) (AccessToken, error) {
+	c, err := sqlcol.ScanCells(row, len(sqlAccessColumns))
 	if err != nil {
 		return AccessToken{}, err
 	}
 	var t AccessToken
-	d := columnDecoder{kind: "access token"}
-	t.ID = d.keyText(c[0])
-	t.UserName = d.text("user_name", c[1])
-	t.Name = d.text("name", c[2])
-	t.Digest = d.text("digest", c[3])
-	t.ReadOnly = d.boolean("read_only", c[4])
-	decodeColumn(&d, "networks", c[5], &t.Networks)
-	t.Generation = uint64(d.integer("generation", c[6]))
-	t.CreatedBy = d.text("created_by", c[7])
-	t.CreatedAt = decodeTime(d.integer("created_at", c[8]))
-	t.ExpiresAt = decodeTime(d.integer("expires_at", c[9]))
-	t.LastUsed = decodeTime(d.integer("last_used", c[10]))
-	t.Broken = d.broken
-	return t, d.err()
+	var d sqlcol.Decoder
+	t.ID = d.KeyText(c[0])
+	t.UserName = d.Text("user_name", c[1])
+	t.Name = d.Text("name", c[2])
+	t.Digest = d.Text("digest", c[3])
+	t.ReadOnly = d.Boolean("read_only", c[4])
+	sqlcol.DecodeList(&d, "networks", c[5], &t.Networks)
+	t.Generation = uint64(d.Integer("generation", c[6]))
+	t.CreatedBy = d.Text("created_by", c[7])
+	t.CreatedAt = d.Time("created_at", c[8])
+	t.ExpiresAt = d.Time("expires_at", c[9])
+	t.LastUsed = d.Time("last_used", c[10])
+	t.Broken = d.Broken
+	return t, brokenErr("access token", &d)
 }
 
 // CreateAccessToken implements [AccessTokenStore].

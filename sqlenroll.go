@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/sqlcol"
 	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
 
@@ -42,25 +43,25 @@ func enrollArgs(k EnrollmentKey) ([]any, error) {
 	}, nil
 }
 
-func scanEnrollKey(row rowScanner) (EnrollmentKey, error) {
-	c, err := scanCells(row, len(sqlEnrollColumns))
+func scanEnrollKey(row sqlcol.RowScanner) (EnrollmentKey, error) {
+	c, err := sqlcol.ScanCells(row, len(sqlEnrollColumns))
 	if err != nil {
 		return EnrollmentKey{}, err
 	}
 	var k EnrollmentKey
-	d := columnDecoder{kind: "enrollment key"}
-	k.ID = d.keyText(c[0])
-	k.Name = d.text("name", c[1])
-	decodeColumn(&d, "tags", c[2], &k.Tags)
-	decodeColumn(&d, "networks", c[3], &k.Networks)
-	k.Digest = d.text("digest", c[4])
-	k.Uses, k.Used = d.count("uses", c[5]), d.count("used", c[6])
+	var d sqlcol.Decoder
+	k.ID = d.KeyText(c[0])
+	k.Name = d.Text("name", c[1])
+	sqlcol.DecodeList(&d, "tags", c[2], &k.Tags)
+	sqlcol.DecodeList(&d, "networks", c[3], &k.Networks)
+	k.Digest = d.Text("digest", c[4])
+	k.Uses, k.Used = d.Count("uses", c[5]), d.Count("used", c[6])
 	k.Unlimited = k.Uses == 0
-	k.ExpiresAt = decodeTime(d.integer("expires_at", c[7]))
-	k.RevokedAt = decodeTime(d.integer("revoked_at", c[8]))
-	k.CreatedBy = d.text("created_by", c[9])
-	k.CreatedAt = decodeTime(d.integer("created_at", c[10]))
-	return k, d.err()
+	k.ExpiresAt = d.Time("expires_at", c[7])
+	k.RevokedAt = d.Time("revoked_at", c[8])
+	k.CreatedBy = d.Text("created_by", c[9])
+	k.CreatedAt = d.Time("created_at", c[10])
+	return k, brokenErr("enrollment key", &d)
 }
 
 // CreateEnrollmentKey implements [EnrollmentKeyStore].

@@ -1,6 +1,6 @@
 // This file holds the SQLStore's hosts: the Store methods on
-// nmauth_hosts, the batch of host updates, and the encoding of a Host to
-// its row and back.
+// nmauth_hosts, the lean read of a host login, the batch of host updates,
+// and the encoding of a Host to its row and back.
 
 package nmauth
 
@@ -10,6 +10,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/nmauth/nmauth/internal/sqlcol"
 )
 
 // GetHost implements [Store].
@@ -17,6 +19,42 @@ func (s *SQLStore) GetHost(ctx context.Context, id string) (Host, error) {
 	h, err := scanHost(s.getHost.QueryRowContext(ctx, id))
 	if err != nil {
 		return Host{}, readErr("get host", err)
+	}
+	return h, nil
+}
+
+// sqlHostLoginColumns are the columns a host login reads.
+var sqlHostLoginColumns = []string{
+	"mac_address", "password_hash", "disabled",
+	"password_failures", "password_blocked_until", "password_clients", "generation",
+}
+
+// hostLoginSQL is the statement of GetHostLogin.
+func hostLoginSQL(q sqlQueries) string {
+	return q.rebind("SELECT " + strings.Join(sqlHostLoginColumns, ", ") + " FROM nmauth_hosts WHERE id = ?")
+}
+
+// GetHostLogin implements [HostLoginStore] with one prepared statement of
+// the columns a login reads. An empty list of client failures is not
+// decoded.
+func (s *SQLStore) GetHostLogin(ctx context.Context, id string) (Host, error) {
+	c, err := sqlcol.ScanCells(s.getHostLogin.QueryRowContext(ctx, id), len(sqlHostLoginColumns))
+	if err != nil {
+		return Host{}, readErr("get host login", err)
+	}
+	h := Host{ID: id}
+	d := sqlcol.Decoder{Key: id}
+	h.MACAddress = d.Text("mac_address", c[0])
+	h.PasswordHash = d.Text("password_hash", c[1])
+	h.Disabled = d.Boolean("disabled", c[2])
+	h.State.v.PasswordFailures = d.Count("password_failures", c[3])
+	h.State.v.PasswordBlockedUntil = d.Time("password_blocked_until", c[4])
+	if c[5].V != "[]" {
+		sqlcol.DecodeList(&d, "password_clients", c[5], &h.State.v.PasswordClients)
+	}
+	h.State.v.Generation = uint64(d.Integer("generation", c[6]))
+	if err := brokenErr("host", &d); err != nil {
+		return Host{}, err
 	}
 	return h, nil
 }
@@ -108,7 +146,7 @@ func (s *SQLStore) DeleteHost(ctx context.Context, id string) error {
 
 // hostArgs returns h's column values in the order of sqlHostColumns.
 func hostArgs(h Host) ([]any, error) {
-	clients, err := encodeClients(h.State.v.PasswordClients)
+	clients, err := encodeList(h.State.v.PasswordClients, "client failures")
 	if err != nil {
 		return nil, err
 	}
@@ -124,22 +162,22 @@ func hostArgs(h Host) ([]any, error) {
 }
 
 // scanHost reads a host's row as scanUser reads a user's.
-func scanHost(row rowScanner) (Host, error) {
-	c, err := scanCells(row, len(sqlHostColumns))
+func scanHost(row sqlcol.RowScanner) (Host, error) {
+	c, err := sqlcol.ScanCells(row, len(sqlHostColumns))
 	if err != nil {
 		return Host{}, err
 	}
 	var h Host
-	d := columnDecoder{kind: "host"}
-	h.ID = d.keyText(c[0])
-	h.MACAddress = d.text("mac_address", c[1])
-	h.PasswordHash = d.text("password_hash", c[2])
-	h.Disabled = d.boolean("disabled", c[3])
-	h.State.v.PasswordFailures = d.count("password_failures", c[4])
-	h.State.v.PasswordBlockedUntil = decodeTime(d.integer("password_blocked_until", c[5]))
-	decodeColumn(&d, "password_clients", c[6], &h.State.v.PasswordClients)
-	h.State.v.Generation = uint64(d.integer("generation", c[7]))
-	h.CreatedAt = decodeTime(d.integer("created_at", c[8]))
-	h.Broken = d.broken
-	return h, d.err()
+	var d sqlcol.Decoder
+	h.ID = d.KeyText(c[0])
+	h.MACAddress = d.Text("mac_address", c[1])
+	h.PasswordHash = d.Text("password_hash", c[2])
+	h.Disabled = d.Boolean("disabled", c[3])
+	h.State.v.PasswordFailures = d.Count("password_failures", c[4])
+	h.State.v.PasswordBlockedUntil = d.Time("password_blocked_until", c[5])
+	sqlcol.DecodeList(&d, "password_clients", c[6], &h.State.v.PasswordClients)
+	h.State.v.Generation = uint64(d.Integer("generation", c[7]))
+	h.CreatedAt = d.Time("created_at", c[8])
+	h.Broken = d.Broken
+	return h, brokenErr("host", &d)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/sqlcol"
 	"github.com/nmauth/nmauth/internal/sqlrepair"
 )
 
@@ -74,7 +75,7 @@ func (s *SQLStore) BrokenRecords(ctx context.Context, after string, limit int) (
 
 // brokenInPage reads the page of query after the key after and returns the
 // keys it read and the broken columns of its records.
-func brokenInPage[T any](ctx context.Context, db *sql.DB, query, after string, limit int, scan func(rowScanner) (T, error), key func(T) string) ([]string, []*BrokenRecordError, error) {
+func brokenInPage[T any](ctx context.Context, db *sql.DB, query, after string, limit int, scan func(sqlcol.RowScanner) (T, error), key func(T) string) ([]string, []*BrokenRecordError, error) {
 	rows, err := db.QueryContext(ctx, query, after, limit)
 	if err != nil {
 		return nil, nil, err
@@ -130,7 +131,7 @@ func (s *SQLStore) RepairRecord(ctx context.Context, b *BrokenRecordError) error
 	}
 	var (
 		lock   string
-		scan   func(rowScanner) ([]string, error)
+		scan   func(sqlcol.RowScanner) ([]string, error)
 		repair sqlrepair.Repair
 		ok     bool
 	)
@@ -169,8 +170,8 @@ func (s *SQLStore) RepairRecord(ctx context.Context, b *BrokenRecordError) error
 
 // brokenOf turns a scan of a record into a scan of the names of its
 // broken columns; a broken record is not an error here.
-func brokenOf[T any](scan func(rowScanner) (T, error), broken func(T) []string) func(rowScanner) ([]string, error) {
-	return func(row rowScanner) ([]string, error) {
+func brokenOf[T any](scan func(sqlcol.RowScanner) (T, error), broken func(T) []string) func(sqlcol.RowScanner) ([]string, error) {
+	return func(row sqlcol.RowScanner) ([]string, error) {
 		v, err := scan(row)
 		if err != nil && !errors.Is(err, ErrBrokenRecord) {
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/sqlcol"
 	"github.com/nmauth/nmauth/internal/sqlmigrate"
 	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
@@ -86,6 +87,7 @@ var (
 	_ Store          = (*SQLStore)(nil)
 	_ KeyCheckStore  = (*SQLStore)(nil)
 	_ HostBatchStore = (*SQLStore)(nil)
+	_ HostLoginStore = (*SQLStore)(nil)
 )
 
 var (
@@ -159,7 +161,7 @@ const sqliteOpenWait = 5 * time.Second
 
 // listPage runs a page query, whose arguments are after and limit, and
 // scans its rows.
-func listPage[T any](ctx context.Context, db *sql.DB, what, query, after string, limit int, scan func(rowScanner) (T, error)) ([]T, error) {
+func listPage[T any](ctx context.Context, db *sql.DB, what, query, after string, limit int, scan func(sqlcol.RowScanner) (T, error)) ([]T, error) {
 	if limit <= 0 {
 		return []T{}, ctx.Err()
 	}

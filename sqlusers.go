@@ -8,6 +8,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+
+	"github.com/nmauth/nmauth/internal/sqlcol"
 )
 
 // GetUser implements [Store].
@@ -73,7 +75,7 @@ func userArgs(u User) ([]any, error) {
 	if err != nil {
 		return nil, wrapSQL("encode recovery codes", err)
 	}
-	clients, err := encodeClients(u.State.v.PasswordClients)
+	clients, err := encodeList(u.State.v.PasswordClients, "client failures")
 	if err != nil {
 		return nil, err
 	}
@@ -103,29 +105,29 @@ func userArgs(u User) ([]any, error) {
 // the record's Broken, and the error is then a *BrokenRecordError for the
 // first such column, returned with the record so that a listing can show
 // it.
-func scanUser(row rowScanner) (User, error) {
-	c, err := scanCells(row, len(sqlUserColumns))
+func scanUser(row sqlcol.RowScanner) (User, error) {
+	c, err := sqlcol.ScanCells(row, len(sqlUserColumns))
 	if err != nil {
 		return User{}, err
 	}
 	var u User
-	d := columnDecoder{kind: "user"}
-	u.Name = d.keyText(c[0])
-	u.PasswordHash = d.text("password_hash", c[1])
-	u.Disabled = d.boolean("disabled", c[2])
-	u.TOTPSecret = d.blob("totp_secret", c[3])
-	u.State.v.TOTPLastStep = d.integer("totp_last_step", c[4])
-	u.State.v.TOTPFailures = d.count("totp_failures", c[5])
-	u.State.v.TOTPBlockedUntil = decodeTime(d.integer("totp_blocked_until", c[6]))
-	u.State.v.PreAuthID = d.text("preauth_id", c[7])
-	u.State.v.PreAuthFailures = d.count("preauth_failures", c[8])
-	decodeNullableColumn(&d, "recovery_codes", c[9], &u.RecoveryCodes)
-	u.State.v.PasswordFailures = d.count("password_failures", c[10])
-	u.State.v.PasswordBlockedUntil = decodeTime(d.integer("password_blocked_until", c[11]))
-	decodeColumn(&d, "password_clients", c[12], &u.State.v.PasswordClients)
-	u.State.v.Generation = uint64(d.integer("generation", c[13]))
-	u.CreatedAt = decodeTime(d.integer("created_at", c[14]))
-	decodeColumn(&d, "logged_out", c[15], &u.State.v.LoggedOut)
-	u.Broken = d.broken
-	return u, d.err()
+	var d sqlcol.Decoder
+	u.Name = d.KeyText(c[0])
+	u.PasswordHash = d.Text("password_hash", c[1])
+	u.Disabled = d.Boolean("disabled", c[2])
+	u.TOTPSecret = d.Blob("totp_secret", c[3])
+	u.State.v.TOTPLastStep = d.Integer("totp_last_step", c[4])
+	u.State.v.TOTPFailures = d.Count("totp_failures", c[5])
+	u.State.v.TOTPBlockedUntil = d.Time("totp_blocked_until", c[6])
+	u.State.v.PreAuthID = d.Text("preauth_id", c[7])
+	u.State.v.PreAuthFailures = d.Count("preauth_failures", c[8])
+	sqlcol.DecodeNullableList(&d, "recovery_codes", c[9], &u.RecoveryCodes)
+	u.State.v.PasswordFailures = d.Count("password_failures", c[10])
+	u.State.v.PasswordBlockedUntil = d.Time("password_blocked_until", c[11])
+	sqlcol.DecodeList(&d, "password_clients", c[12], &u.State.v.PasswordClients)
+	u.State.v.Generation = uint64(d.Integer("generation", c[13]))
+	u.CreatedAt = d.Time("created_at", c[14])
+	sqlcol.DecodeList(&d, "logged_out", c[15], &u.State.v.LoggedOut)
+	u.Broken = d.Broken
+	return u, brokenErr("user", &d)
 }

@@ -7,7 +7,9 @@
 // where text belongs, which SQLite's loose typing keeps if someone writes
 // it by hand) is an error of that column alone: each decoder returns the
 // zero value and a plain error that names the type, never the value, and
-// the caller says which record and column it was.
+// the caller says which record and column it was. A row is scanned into
+// Cells and read through a Decoder, which notes each column that does not
+// decode, so that the caller marks that record alone broken.
 package sqlcol
 
 import (
