@@ -84,28 +84,32 @@ type AccessTokenStore interface {
 
 var _ AccessTokenStore = (*MemoryStore)(nil)
 
-func cloneAccessToken(t AccessToken) AccessToken {
+// accessRow is the [memtable.Kind] of a MemoryStore's access tokens.
+type accessRow struct{}
+
+func (accessRow) Clone(t AccessToken) AccessToken {
 	t.Networks = slices.Clone(t.Networks)
 	t.Broken = slices.Clone(t.Broken)
 	return t
 }
 
+func (accessRow) Key(t *AccessToken) *string { return &t.ID }
+
 // CreateAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken, max int) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.access[t.ID]; ok {
+	if _, ok := s.access.Get(t.ID); ok {
 		return ErrExists
 	}
 	held := 0
-	for id, other := range s.access {
+	for id, other := range s.access.All() {
 		switch {
 		case other.UserName != t.UserName:
 		case !liveAccessToken(other, t):
-			delete(s.access, id)
+			s.access.Delete(id)
 		default:
 			held++
 		}
@@ -113,10 +117,7 @@ func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken, max 
 	if held >= max {
 		return ErrTooManyAccessTokens
 	}
-	if s.access == nil {
-		s.access = make(map[string]AccessToken)
-	}
-	s.access[t.ID] = cloneAccessToken(t)
+	s.access.Put(t)
 	return nil
 }
 
@@ -129,29 +130,23 @@ func liveAccessToken(other, t AccessToken) bool {
 
 // GetAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) GetAccessToken(ctx context.Context, id string) (AccessToken, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return AccessToken{}, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.access[id]
-	if !ok {
-		return AccessToken{}, ErrNotFound
-	}
-	return cloneAccessToken(t), nil
+	return found(s.access.Get(id))
 }
 
 // ListAccessTokens implements [AccessTokenStore].
 func (s *MemoryStore) ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []AccessToken
-	for _, t := range s.access {
+	for _, t := range s.access.All() {
 		if t.UserName == userName {
-			out = append(out, cloneAccessToken(t))
+			out = append(out, accessRow{}.Clone(t))
 		}
 	}
 	slices.SortFunc(out, func(a, b AccessToken) int {
@@ -162,25 +157,23 @@ func (s *MemoryStore) ListAccessTokens(ctx context.Context, userName string) ([]
 
 // DeleteAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) DeleteAccessToken(ctx context.Context, id string) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.access, id)
+	s.access.Delete(id)
 	return nil
 }
 
 // DeleteUserAccessTokens implements [AccessTokenStore].
 func (s *MemoryStore) DeleteUserAccessTokens(ctx context.Context, userName string) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	for id, t := range s.access {
+	for id, t := range s.access.All() {
 		if t.UserName == userName {
-			delete(s.access, id)
+			s.access.Delete(id)
 		}
 	}
 	return nil
@@ -188,14 +181,13 @@ func (s *MemoryStore) DeleteUserAccessTokens(ctx context.Context, userName strin
 
 // TouchAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) TouchAccessToken(ctx context.Context, id string, used time.Time) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t, ok := s.access[id]; ok && used.After(t.LastUsed) {
+	if t, ok := s.access.Get(id); ok && used.After(t.LastUsed) {
 		t.LastUsed = used
-		s.access[id] = t
+		s.access.Put(t)
 	}
 	return nil
 }
