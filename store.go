@@ -208,21 +208,33 @@ var (
 // NewMemoryStore returns an empty [MemoryStore].
 func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 
-// lock takes the store's lock, unless ctx is done already.
-func (s *MemoryStore) lock(ctx context.Context) error {
+// locked runs fn under the store's lock, unless ctx is done already.
+func locked[T any](s *MemoryStore, ctx context.Context, fn func() (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fn()
+}
+
+// do is [locked] for an operation that returns only an error.
+func (s *MemoryStore) do(ctx context.Context, fn func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	return nil
+	defer s.mu.Unlock()
+	return fn()
 }
 
 // found returns v, or [ErrNotFound] when there is none.
-func found[T any](v T, ok bool) (T, error) {
+func found[T any](v T, ok bool) (_ T, err error) {
 	if !ok {
-		return v, ErrNotFound
+		err = ErrNotFound
 	}
-	return v, nil
+	return v, err
 }
 
 // updated returns the error of an update, [ErrNotFound] when there was no
@@ -245,108 +257,70 @@ func created(ok bool) error {
 
 // GetUser implements [Store].
 func (s *MemoryStore) GetUser(ctx context.Context, name string) (User, error) {
-	if err := s.lock(ctx); err != nil {
-		return User{}, err
-	}
-	defer s.mu.Unlock()
-	return found(s.users.Get(name))
+	return locked(s, ctx, func() (User, error) { return found(s.users.Get(name)) })
 }
 
 // ListUsers implements [Store].
 func (s *MemoryStore) ListUsers(ctx context.Context, after string, limit int) ([]User, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	return s.users.Page(after, limit), nil
+	return locked(s, ctx, func() ([]User, error) { return s.users.Page(after, limit), nil })
 }
 
 // CreateUser implements [Store].
 func (s *MemoryStore) CreateUser(ctx context.Context, u User) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	return created(s.users.Create(u))
+	return s.do(ctx, func() error { return created(s.users.Create(u)) })
 }
 
 // UpdateUser implements [Store].
 func (s *MemoryStore) UpdateUser(ctx context.Context, name string, fn func(*User) error) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	return updated(s.users.Update(name, fn))
+	return s.do(ctx, func() error { return updated(s.users.Update(name, fn)) })
 }
 
 // DeleteUser implements [Store].
 func (s *MemoryStore) DeleteUser(ctx context.Context, name string) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	s.users.Delete(name)
-	return nil
+	return s.do(ctx, func() error {
+		s.users.Delete(name)
+		return nil
+	})
 }
 
 // GetHost implements [Store].
 func (s *MemoryStore) GetHost(ctx context.Context, id string) (Host, error) {
-	if err := s.lock(ctx); err != nil {
-		return Host{}, err
-	}
-	defer s.mu.Unlock()
-	return found(s.hosts.Get(id))
+	return locked(s, ctx, func() (Host, error) { return found(s.hosts.Get(id)) })
 }
 
 // ListHosts implements [Store].
 func (s *MemoryStore) ListHosts(ctx context.Context, after string, limit int) ([]Host, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	return s.hosts.PageShared(after, limit), nil
+	return locked(s, ctx, func() ([]Host, error) { return s.hosts.PageShared(after, limit), nil })
 }
 
 // CreateHost implements [Store].
 func (s *MemoryStore) CreateHost(ctx context.Context, h Host) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	return created(s.hosts.Create(h))
+	return s.do(ctx, func() error { return created(s.hosts.Create(h)) })
 }
 
 // UpdateHost implements [Store].
 func (s *MemoryStore) UpdateHost(ctx context.Context, id string, fn func(*Host) error) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	return updated(s.hosts.Update(id, fn))
+	return s.do(ctx, func() error { return updated(s.hosts.Update(id, fn)) })
 }
 
 // UpdateHosts implements [HostBatchStore]: the updates are applied in
 // order under the store's lock.
 func (s *MemoryStore) UpdateHosts(ctx context.Context, updates []HostUpdate) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	for i := range updates {
-		u := &updates[i]
-		u.Err = updated(s.hosts.Update(u.ID, u.Fn))
-	}
-	return nil
+	return s.do(ctx, func() error {
+		for i := range updates {
+			u := &updates[i]
+			u.Err = updated(s.hosts.Update(u.ID, u.Fn))
+		}
+		return nil
+	})
 }
 
 // DeleteHost implements [Store].
 func (s *MemoryStore) DeleteHost(ctx context.Context, id string) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	s.hosts.Delete(id)
-	return nil
+	return s.do(ctx, func() error {
+		s.hosts.Delete(id)
+		return nil
+	})
 }
 
 // userRow is the [memtable.Kind] of a MemoryStore's users.
@@ -378,33 +352,23 @@ func (hostRow) Key(h *Host) *string { return &h.ID }
 
 // KeyChecks implements [KeyCheckStore].
 func (s *MemoryStore) KeyChecks(ctx context.Context) (map[string]string, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	return maps.Clone(s.checks), nil
+	return locked(s, ctx, func() (map[string]string, error) { return maps.Clone(s.checks), nil })
 }
 
 // AddKeyCheck implements [KeyCheckStore].
 func (s *MemoryStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	if _, ok := s.checks[keyID]; !ok {
-		if s.checks == nil {
-			s.checks = make(map[string]string)
+	return s.do(ctx, func() error {
+		if _, ok := s.checks[keyID]; !ok {
+			if s.checks == nil {
+				s.checks = make(map[string]string)
+			}
+			s.checks[keyID] = check
 		}
-		s.checks[keyID] = check
-	}
-	return nil
+		return nil
+	})
 }
 
 // HasAccounts implements [KeyCheckStore].
 func (s *MemoryStore) HasAccounts(ctx context.Context) (bool, error) {
-	if err := s.lock(ctx); err != nil {
-		return false, err
-	}
-	defer s.mu.Unlock()
-	return s.users.Len()+s.hosts.Len() > 0, nil
+	return locked(s, ctx, func() (bool, error) { return s.users.Len()+s.hosts.Len() > 0, nil })
 }

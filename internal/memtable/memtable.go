@@ -39,13 +39,12 @@ type Table[T any, K Kind[T]] struct {
 func (t *Table[T, K]) Len() int { return len(t.rows) }
 
 // Get returns a clone of the record under key, and whether there is one.
-func (t *Table[T, K]) Get(key string) (T, bool) {
-	v, ok := t.rows[key]
-	if !ok {
-		return v, false
+func (t *Table[T, K]) Get(key string) (v T, ok bool) {
+	if v, ok = t.rows[key]; ok {
+		var k K
+		v = k.Clone(v)
 	}
-	var k K
-	return k.Clone(v), true
+	return v, ok
 }
 
 // Create stores a clone of v under its key, unless that key is taken, and
