@@ -84,40 +84,39 @@ type AccessTokenStore interface {
 
 var _ AccessTokenStore = (*MemoryStore)(nil)
 
-func cloneAccessToken(t AccessToken) AccessToken {
+// accessRow is the [memtable.Kind] of a MemoryStore's access tokens.
+type accessRow struct{}
+
+func (accessRow) Clone(t AccessToken) AccessToken {
 	t.Networks = slices.Clone(t.Networks)
 	t.Broken = slices.Clone(t.Broken)
 	return t
 }
 
+func (accessRow) Key(t *AccessToken) *string { return &t.ID }
+
 // CreateAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken, max int) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.access[t.ID]; ok {
-		return ErrExists
-	}
-	held := 0
-	for id, other := range s.access {
-		switch {
-		case other.UserName != t.UserName:
-		case !liveAccessToken(other, t):
-			delete(s.access, id)
-		default:
-			held++
+	return s.do(ctx, func() error {
+		if _, ok := s.access.Get(t.ID); ok {
+			return ErrExists
 		}
-	}
-	if held >= max {
-		return ErrTooManyAccessTokens
-	}
-	if s.access == nil {
-		s.access = make(map[string]AccessToken)
-	}
-	s.access[t.ID] = cloneAccessToken(t)
-	return nil
+		held := 0
+		for id, other := range s.access.All() {
+			switch {
+			case other.UserName != t.UserName:
+			case !liveAccessToken(other, t):
+				s.access.Delete(id)
+			default:
+				held++
+			}
+		}
+		if held >= max {
+			return ErrTooManyAccessTokens
+		}
+		s.access.Put(t)
+		return nil
+	})
 }
 
 // liveAccessToken reports whether other, a token of t's user, is still
@@ -129,75 +128,54 @@ func liveAccessToken(other, t AccessToken) bool {
 
 // GetAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) GetAccessToken(ctx context.Context, id string) (AccessToken, error) {
-	if err := ctx.Err(); err != nil {
-		return AccessToken{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.access[id]
-	if !ok {
-		return AccessToken{}, ErrNotFound
-	}
-	return cloneAccessToken(t), nil
+	return locked(s, ctx, func() (AccessToken, error) { return found(s.access.Get(id)) })
 }
 
 // ListAccessTokens implements [AccessTokenStore].
 func (s *MemoryStore) ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []AccessToken
-	for _, t := range s.access {
-		if t.UserName == userName {
-			out = append(out, cloneAccessToken(t))
+	return locked(s, ctx, func() ([]AccessToken, error) {
+		var out []AccessToken
+		for _, t := range s.access.All() {
+			if t.UserName == userName {
+				out = append(out, accessRow{}.Clone(t))
+			}
 		}
-	}
-	slices.SortFunc(out, func(a, b AccessToken) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		slices.SortFunc(out, func(a, b AccessToken) int {
+			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		})
+		return out, nil
 	})
-	return out, nil
 }
 
 // DeleteAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) DeleteAccessToken(ctx context.Context, id string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.access, id)
-	return nil
+	return s.do(ctx, func() error {
+		s.access.Delete(id)
+		return nil
+	})
 }
 
 // DeleteUserAccessTokens implements [AccessTokenStore].
 func (s *MemoryStore) DeleteUserAccessTokens(ctx context.Context, userName string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, t := range s.access {
-		if t.UserName == userName {
-			delete(s.access, id)
+	return s.do(ctx, func() error {
+		for id, t := range s.access.All() {
+			if t.UserName == userName {
+				s.access.Delete(id)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // TouchAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) TouchAccessToken(ctx context.Context, id string, used time.Time) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t, ok := s.access[id]; ok && used.After(t.LastUsed) {
-		t.LastUsed = used
-		s.access[id] = t
-	}
-	return nil
+	return s.do(ctx, func() error {
+		if t, ok := s.access.Get(id); ok && used.After(t.LastUsed) {
+			t.LastUsed = used
+			s.access.Put(t)
+		}
+		return nil
+	})
 }
 
 // guardedTokens is the [AccessTokenStore] of a guarded Store, under the

@@ -41,110 +41,77 @@ type EnrollmentKeyStore interface {
 
 var _ EnrollmentKeyStore = (*MemoryStore)(nil)
 
-func cloneEnrollKey(k EnrollmentKey) EnrollmentKey {
+// enrollRow is the [memtable.Kind] of a MemoryStore's enrollment keys.
+type enrollRow struct{}
+
+func (enrollRow) Clone(k EnrollmentKey) EnrollmentKey {
 	k.Tags, k.Networks = slices.Clone(k.Tags), slices.Clone(k.Networks)
 	return k
 }
 
+func (enrollRow) Key(k *EnrollmentKey) *string { return &k.ID }
+
 // CreateEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) CreateEnrollmentKey(ctx context.Context, k EnrollmentKey) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.enroll[k.ID]; ok {
-		return ErrExists
-	}
-	if s.enroll == nil {
-		s.enroll = make(map[string]EnrollmentKey)
-	}
-	s.enroll[k.ID] = cloneEnrollKey(k)
-	return nil
+	return s.do(ctx, func() error { return created(s.enroll.Create(k)) })
 }
 
 // GetEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) GetEnrollmentKey(ctx context.Context, id string) (EnrollmentKey, error) {
-	if err := ctx.Err(); err != nil {
-		return EnrollmentKey{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, ok := s.enroll[id]
-	if !ok {
-		return EnrollmentKey{}, ErrNotFound
-	}
-	return cloneEnrollKey(k), nil
+	return locked(s, ctx, func() (EnrollmentKey, error) { return found(s.enroll.Get(id)) })
 }
 
 // ListEnrollmentKeys implements [EnrollmentKeyStore].
 func (s *MemoryStore) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]EnrollmentKey, 0, len(s.enroll))
-	for _, k := range s.enroll {
-		out = append(out, cloneEnrollKey(k))
-	}
-	slices.SortFunc(out, func(a, b EnrollmentKey) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	return locked(s, ctx, func() ([]EnrollmentKey, error) {
+		out := make([]EnrollmentKey, 0, s.enroll.Len())
+		for _, k := range s.enroll.All() {
+			out = append(out, enrollRow{}.Clone(k))
+		}
+		slices.SortFunc(out, func(a, b EnrollmentKey) int {
+			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		})
+		return out, nil
 	})
-	return out, nil
 }
 
 // RevokeEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, ok := s.enroll[id]
-	if !ok {
-		return ErrNotFound
-	}
-	if k.RevokedAt.IsZero() {
-		k.RevokedAt = at
-		s.enroll[id] = k
-	}
-	return nil
+	return s.do(ctx, func() error {
+		k, ok := s.enroll.Get(id)
+		if !ok {
+			return ErrNotFound
+		}
+		if k.RevokedAt.IsZero() {
+			k.RevokedAt = at
+			s.enroll.Put(k)
+		}
+		return nil
+	})
 }
 
 // DeleteEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) DeleteEnrollmentKey(ctx context.Context, id string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.enroll, id)
-	return nil
+	return s.do(ctx, func() error {
+		s.enroll.Delete(id)
+		return nil
+	})
 }
 
 // JoinHost implements [EnrollmentKeyStore] under the store's lock.
 func (s *MemoryStore) JoinHost(ctx context.Context, keyID, digest string, h Host, now time.Time) (EnrollmentKey, error) {
-	if err := ctx.Err(); err != nil {
-		return EnrollmentKey{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, ok := s.enroll[keyID]
-	if !ok || k.Digest != digest || !k.Usable(now) {
-		return EnrollmentKey{}, ErrNotFound
-	}
-	if _, taken := s.hosts[h.ID]; taken {
-		return EnrollmentKey{}, ErrExists
-	}
-	if s.hosts == nil {
-		s.hosts = make(map[string]Host)
-	}
-	s.hosts[h.ID] = cloneHost(h)
-	s.hostKeys.stale = true
-	k.Used++
-	s.enroll[keyID] = k
-	return cloneEnrollKey(k), nil
+	return locked(s, ctx, func() (EnrollmentKey, error) {
+		k, ok := s.enroll.Get(keyID)
+		if !ok || k.Digest != digest || !k.Usable(now) {
+			return EnrollmentKey{}, ErrNotFound
+		}
+		if !s.hosts.Create(h) {
+			return EnrollmentKey{}, ErrExists
+		}
+		k.Used++
+		s.enroll.Put(k)
+		return k, nil
+	})
 }
 
 // guardedEnroll is the [EnrollmentKeyStore] of a guarded Store, under the

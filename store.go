@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/memtable"
 	"github.com/nmauth/nmauth/internal/state"
 )
 
@@ -188,16 +189,14 @@ type Store interface {
 // suits tests, examples and single-process deployments that can afford to
 // lose their data at restart. The zero value is ready to use.
 type MemoryStore struct {
+	// mu guards every table, so that an operation that spans kinds, such
+	// as JoinHost, is one step.
 	mu     sync.Mutex
-	users  map[string]User
-	hosts  map[string]Host
+	users  memtable.Table[User, userRow]
+	hosts  memtable.Table[Host, hostRow]
 	checks map[string]string
-	access map[string]AccessToken
-	enroll map[string]EnrollmentKey
-	// userKeys and hostKeys are the keys in byte order, for paging; they
-	// are sorted again only by the first page read after a create or a
-	// delete, so that walking a large store sorts it once.
-	userKeys, hostKeys sortedKeys
+	access memtable.Table[AccessToken, accessRow]
+	enroll memtable.Table[EnrollmentKey, enrollRow]
 }
 
 var (
@@ -209,196 +208,127 @@ var (
 // NewMemoryStore returns an empty [MemoryStore].
 func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 
-// GetUser implements [Store].
-func (s *MemoryStore) GetUser(ctx context.Context, name string) (User, error) {
+// locked runs fn under the store's lock, unless ctx is done already.
+func locked[T any](s *MemoryStore, ctx context.Context, fn func() (T, error)) (T, error) {
 	if err := ctx.Err(); err != nil {
-		return User{}, err
+		var zero T
+		return zero, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	u, ok := s.users[name]
-	if !ok {
-		return User{}, ErrNotFound
+	return fn()
+}
+
+// do is [locked] for an operation that returns only an error.
+func (s *MemoryStore) do(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return cloneUser(u), nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fn()
+}
+
+// found returns v, or [ErrNotFound] when there is none.
+func found[T any](v T, ok bool) (_ T, err error) {
+	if !ok {
+		err = ErrNotFound
+	}
+	return v, err
+}
+
+// updated returns the error of an update, [ErrNotFound] when there was no
+// record to update.
+func updated(ok bool, err error) error {
+	if !ok {
+		return ErrNotFound
+	}
+	return err
+}
+
+// created returns the error of a create, [ErrExists] when the key was
+// taken.
+func created(ok bool) error {
+	if !ok {
+		return ErrExists
+	}
+	return nil
+}
+
+// GetUser implements [Store].
+func (s *MemoryStore) GetUser(ctx context.Context, name string) (User, error) {
+	return locked(s, ctx, func() (User, error) { return found(s.users.Get(name)) })
 }
 
 // ListUsers implements [Store].
 func (s *MemoryStore) ListUsers(ctx context.Context, after string, limit int) ([]User, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	keys := pageKeys(&s.userKeys, s.users, after, limit)
-	users := make([]User, len(keys))
-	for i, k := range keys {
-		users[i] = cloneUser(s.users[k])
-	}
-	return users, nil
+	return locked(s, ctx, func() ([]User, error) { return s.users.Page(after, limit), nil })
 }
 
 // CreateUser implements [Store].
 func (s *MemoryStore) CreateUser(ctx context.Context, u User) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.users[u.Name]; ok {
-		return ErrExists
-	}
-	if s.users == nil {
-		s.users = make(map[string]User)
-	}
-	s.users[u.Name] = cloneUser(u)
-	s.userKeys.stale = true
-	return nil
+	return s.do(ctx, func() error { return created(s.users.Create(u)) })
 }
 
 // UpdateUser implements [Store].
 func (s *MemoryStore) UpdateUser(ctx context.Context, name string, fn func(*User) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u, ok := s.users[name]
-	if !ok {
-		return ErrNotFound
-	}
-	u = cloneUser(u)
-	if err := fn(&u); err != nil {
-		return err
-	}
-	u.Name = name
-	s.users[name] = u
-	return nil
+	return s.do(ctx, func() error { return updated(s.users.Update(name, fn)) })
 }
 
 // DeleteUser implements [Store].
 func (s *MemoryStore) DeleteUser(ctx context.Context, name string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.users[name]; ok {
-		delete(s.users, name)
-		s.userKeys.stale = true
-	}
-	return nil
+	return s.do(ctx, func() error {
+		s.users.Delete(name)
+		return nil
+	})
 }
 
 // GetHost implements [Store].
 func (s *MemoryStore) GetHost(ctx context.Context, id string) (Host, error) {
-	if err := ctx.Err(); err != nil {
-		return Host{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.hosts[id]
-	if !ok {
-		return Host{}, ErrNotFound
-	}
-	return cloneHost(h), nil
+	return locked(s, ctx, func() (Host, error) { return found(s.hosts.Get(id)) })
 }
 
 // ListHosts implements [Store].
 func (s *MemoryStore) ListHosts(ctx context.Context, after string, limit int) ([]Host, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	keys := pageKeys(&s.hostKeys, s.hosts, after, limit)
-	hosts := make([]Host, len(keys))
-	for i, k := range keys {
-		hosts[i] = s.hosts[k]
-	}
-	return hosts, nil
+	return locked(s, ctx, func() ([]Host, error) { return s.hosts.PageShared(after, limit), nil })
 }
 
 // CreateHost implements [Store].
 func (s *MemoryStore) CreateHost(ctx context.Context, h Host) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.hosts[h.ID]; ok {
-		return ErrExists
-	}
-	if s.hosts == nil {
-		s.hosts = make(map[string]Host)
-	}
-	s.hosts[h.ID] = cloneHost(h)
-	s.hostKeys.stale = true
-	return nil
+	return s.do(ctx, func() error { return created(s.hosts.Create(h)) })
 }
 
 // UpdateHost implements [Store].
 func (s *MemoryStore) UpdateHost(ctx context.Context, id string, fn func(*Host) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.hosts[id]
-	if !ok {
-		return ErrNotFound
-	}
-	h = cloneHost(h)
-	if err := fn(&h); err != nil {
-		return err
-	}
-	h.ID = id
-	s.hosts[id] = h
-	return nil
+	return s.do(ctx, func() error { return updated(s.hosts.Update(id, fn)) })
 }
 
 // UpdateHosts implements [HostBatchStore]: the updates are applied in
 // order under the store's lock.
 func (s *MemoryStore) UpdateHosts(ctx context.Context, updates []HostUpdate) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range updates {
-		u := &updates[i]
-		h, ok := s.hosts[u.ID]
-		if !ok {
-			u.Err = ErrNotFound
-			continue
+	return s.do(ctx, func() error {
+		for i := range updates {
+			u := &updates[i]
+			u.Err = updated(s.hosts.Update(u.ID, u.Fn))
 		}
-		h = cloneHost(h)
-		if u.Err = u.Fn(&h); u.Err != nil {
-			continue
-		}
-		h.ID = u.ID
-		s.hosts[u.ID] = h
-	}
-	return nil
+		return nil
+	})
 }
 
 // DeleteHost implements [Store].
 func (s *MemoryStore) DeleteHost(ctx context.Context, id string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.hosts[id]; ok {
-		delete(s.hosts, id)
-		s.hostKeys.stale = true
-	}
-	return nil
+	return s.do(ctx, func() error {
+		s.hosts.Delete(id)
+		return nil
+	})
 }
 
-// cloneUser copies the slices of u so that callers and the store never
+// userRow is the [memtable.Kind] of a MemoryStore's users.
+type userRow struct{}
+
+// Clone copies the slices of u so that callers and the store never
 // share backing arrays.
-func cloneUser(u User) User {
+func (userRow) Clone(u User) User {
 	u.TOTPSecret = slices.Clone(u.TOTPSecret)
 	u.RecoveryCodes = slices.Clone(u.RecoveryCodes)
 	u.State.v.PasswordClients = slices.Clone(u.State.v.PasswordClients)
@@ -407,69 +337,38 @@ func cloneUser(u User) User {
 	return u
 }
 
-// sortedKeys keeps the keys of one map of a MemoryStore in byte order.
-// stale marks that the map has gained or lost a key since they were
-// sorted.
-type sortedKeys struct {
-	keys  []string
-	stale bool
-}
+func (userRow) Key(u *User) *string { return &u.Name }
 
-// pageKeys returns the keys of m greater than after, at most limit of
-// them, sorting k first if it is stale. The caller holds the store's lock.
-func pageKeys[V any](k *sortedKeys, m map[string]V, after string, limit int) []string {
-	if limit <= 0 {
-		return nil
-	}
-	if k.stale || len(k.keys) != len(m) {
-		k.keys = slices.Sorted(maps.Keys(m))
-		k.stale = false
-	}
-	i, found := slices.BinarySearch(k.keys, after)
-	if found {
-		i++
-	}
-	return k.keys[i:min(i+limit, len(k.keys))]
-}
+// hostRow is the [memtable.Kind] of a MemoryStore's hosts.
+type hostRow struct{}
 
-func cloneHost(h Host) Host {
+func (hostRow) Clone(h Host) Host {
 	h.State.v.PasswordClients = slices.Clone(h.State.v.PasswordClients)
 	h.Broken = slices.Clone(h.Broken)
 	return h
 }
 
+func (hostRow) Key(h *Host) *string { return &h.ID }
+
 // KeyChecks implements [KeyCheckStore].
 func (s *MemoryStore) KeyChecks(ctx context.Context) (map[string]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.checks), nil
+	return locked(s, ctx, func() (map[string]string, error) { return maps.Clone(s.checks), nil })
 }
 
 // AddKeyCheck implements [KeyCheckStore].
 func (s *MemoryStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.checks[keyID]; !ok {
-		if s.checks == nil {
-			s.checks = make(map[string]string)
+	return s.do(ctx, func() error {
+		if _, ok := s.checks[keyID]; !ok {
+			if s.checks == nil {
+				s.checks = make(map[string]string)
+			}
+			s.checks[keyID] = check
 		}
-		s.checks[keyID] = check
-	}
-	return nil
+		return nil
+	})
 }
 
 // HasAccounts implements [KeyCheckStore].
 func (s *MemoryStore) HasAccounts(ctx context.Context) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.users)+len(s.hosts) > 0, nil
+	return locked(s, ctx, func() (bool, error) { return s.users.Len()+s.hosts.Len() > 0, nil })
 }
