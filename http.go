@@ -124,7 +124,7 @@ func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
 		var req hostAuthRequest
 		body, err := readJSONBody(w, r)
 		if err == nil && !req.parseFlat(body) {
-			err = decodeJSONBody(body, &req)
+			err = jsonbody.Decode(body, &req)
 		}
 		if err == nil {
 			err = jsonbody.Require("id", req.ID, "password", req.Password)
