@@ -8,9 +8,9 @@ package nmauth
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/nmauth/nmauth/internal/jsonbody"
+	"github.com/nmauth/nmauth/internal/routemux"
 )
 
 // Errors of a request no route takes, mapped to 405 and 404.
@@ -75,15 +75,15 @@ type totpRequest struct {
 // chooses the bytes of every answer.
 func (a *Authenticator) Handler() http.Handler {
 	a.startKnownScan()
-	routes := []route{
-		{http.MethodPost, "/api/hosts/adm/authenticate", a.Limit(a.serveHostLogin(answerHostLogin))},
-		{http.MethodPost, "/api/users/adm/authenticate", a.Limit(http.HandlerFunc(a.serveUserLogin))},
-		{http.MethodPost, "/api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP))},
-		{http.MethodPost, "/api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP))},
-		{http.MethodPost, "/api/users/{username}/auth/verify-totp", a.Limit(http.HandlerFunc(a.serveVerifyTOTP))},
+	routes := []routemux.Route{
+		routemux.Post("/api/hosts/adm/authenticate", a.Limit(a.serveHostLogin(answerHostLogin))),
+		routemux.Post("/api/users/adm/authenticate", a.Limit(http.HandlerFunc(a.serveUserLogin))),
+		routemux.Post("/api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP))),
+		routemux.Post("/api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP))),
+		routemux.Post("/api/users/{username}/auth/verify-totp", a.Limit(http.HandlerFunc(a.serveVerifyTOTP))),
 	}
 	for _, path := range a.nodeLoginPaths() {
-		routes = append(routes, route{http.MethodPost, path, a.Limit(a.serveHostLogin(answerNodeLogin))})
+		routes = append(routes, routemux.Post(path, a.Limit(a.serveHostLogin(answerNodeLogin))))
 	}
 	if a.access != nil {
 		routes = append(routes, a.accessTokenRoutes()...)
@@ -93,28 +93,10 @@ func (a *Authenticator) Handler() http.Handler {
 	if _, ok := a.guard.Store.(EnrollmentKeyStore); ok {
 		routes = append(routes, a.enrollmentRoutes()...)
 	}
-	mux := http.NewServeMux()
 	// Every answer is the envelope, also for a wrong method or path.
-	allowed := map[string][]string{}
-	for _, rt := range routes {
-		mux.Handle(rt.method+" "+rt.path, rt.handler)
-		allowed[rt.path] = append(allowed[rt.path], rt.method)
-	}
-	for path, methods := range allowed {
-		allow := strings.Join(methods, ", ")
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", allow)
-			a.WriteError(w, r, errMethod)
-		})
-	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { a.WriteError(w, r, errNoRoute) })
-	return mux
-}
-
-// route is one route of the handler.
-type route struct {
-	method, path string
-	handler      http.Handler
+	return routemux.New(routes,
+		func(w http.ResponseWriter, r *http.Request) { a.WriteError(w, r, errMethod) },
+		func(w http.ResponseWriter, r *http.Request) { a.WriteError(w, r, errNoRoute) })
 }
 
 // serveHostLogin serves host login, or with answerNodeLogin node login for
@@ -124,7 +106,7 @@ func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
 		var req hostAuthRequest
 		body, err := readJSONBody(w, r)
 		if err == nil && !req.parseFlat(body) {
-			err = decodeJSONBody(body, &req)
+			err = jsonbody.Decode(body, &req)
 		}
 		if err == nil {
 			err = jsonbody.Require("id", req.ID, "password", req.Password)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/jsonbody"
 	"github.com/nmauth/nmauth/internal/wire"
 )
 
@@ -97,7 +98,7 @@ func FuzzHostLoginBody(f *testing.F) {
 			return
 		}
 		var full hostAuthRequest
-		if err := decodeJSONBody(body, &full); err != nil {
+		if err := jsonbody.Decode(body, &full); err != nil {
 			t.Fatalf("parseFlat took %q, which the decoder refuses: %v", body, err)
 		}
 		if flat != full {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/nmauth/nmauth/internal/enroll"
+	"github.com/nmauth/nmauth/internal/routemux"
 )
 
 // createdKey is the spec profile's answer of a creation: the only time a
@@ -18,23 +19,23 @@ type createdKey struct {
 // enrollmentRoutes are the routes of enrollment keys and of joins, in the
 // profile's paths: the register route is open, behind the per-client
 // limit; the others need an administrator (see mayAdminister).
-func (a *Authenticator) enrollmentRoutes() []route {
+func (a *Authenticator) enrollmentRoutes() []routemux.Route {
 	admin := func(h http.HandlerFunc) http.Handler { return a.Middleware(a.adminOnly(h)) }
 	if a.cfg.Wire == WireNetmaker {
-		return []route{
-			{http.MethodPost, "/api/v1/host/register/{token...}", a.Limit(http.HandlerFunc(a.serveRegister))},
-			{http.MethodPost, "/api/v1/enrollment-keys", admin(a.serveCreateKey)},
-			{http.MethodGet, "/api/v1/enrollment-keys", admin(a.serveListKeys)},
-			{http.MethodDelete, "/api/v1/enrollment-keys/{id}", admin(a.serveDeleteKey)},
-			{http.MethodPost, "/api/v1/enrollment-keys/{id}/revoke", admin(a.serveRevokeKey)},
+		return []routemux.Route{
+			routemux.Post("/api/v1/host/register/{token...}", a.Limit(http.HandlerFunc(a.serveRegister))),
+			routemux.Post("/api/v1/enrollment-keys", admin(a.serveCreateKey)),
+			routemux.Get("/api/v1/enrollment-keys", admin(a.serveListKeys)),
+			routemux.Delete("/api/v1/enrollment-keys/{id}", admin(a.serveDeleteKey)),
+			routemux.Post("/api/v1/enrollment-keys/{id}/revoke", admin(a.serveRevokeKey)),
 		}
 	}
-	return []route{
-		{http.MethodPost, "/api/hosts/join", a.Limit(http.HandlerFunc(a.serveJoin))},
-		{http.MethodPost, "/api/enrollment-keys", admin(a.serveCreateKey)},
-		{http.MethodGet, "/api/enrollment-keys", admin(a.serveListKeys)},
-		{http.MethodDelete, "/api/enrollment-keys/{id}", admin(a.serveDeleteKey)},
-		{http.MethodPost, "/api/enrollment-keys/{id}/revoke", admin(a.serveRevokeKey)},
+	return []routemux.Route{
+		routemux.Post("/api/hosts/join", a.Limit(http.HandlerFunc(a.serveJoin))),
+		routemux.Post("/api/enrollment-keys", admin(a.serveCreateKey)),
+		routemux.Get("/api/enrollment-keys", admin(a.serveListKeys)),
+		routemux.Delete("/api/enrollment-keys/{id}", admin(a.serveDeleteKey)),
+		routemux.Post("/api/enrollment-keys/{id}/revoke", admin(a.serveRevokeKey)),
 	}
 }
 

@@ -9,10 +9,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/nmauth/nmauth/internal/jsonbody"
+	"github.com/nmauth/nmauth/internal/retryafter"
 )
 
 // errorStatus maps an error to its HTTP status and the only text a client
@@ -102,7 +102,11 @@ func (a *Authenticator) WriteError(w http.ResponseWriter, r *http.Request, err e
 	case http.StatusUnauthorized:
 		h.Set("WWW-Authenticate", `Bearer realm="nmauth"`)
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(err)))
+		var wait time.Duration
+		if re := (*RetryError)(nil); errors.As(err, &re) {
+			wait = re.RetryAfter
+		}
+		retryafter.Set(h, wait)
 	}
 	// A Store fault is logged where it happens, at a bounded rate.
 	if status >= 500 && !errors.Is(err, ErrStoreUnavailable) {
@@ -115,13 +119,4 @@ func (a *Authenticator) WriteError(w http.ResponseWriter, r *http.Request, err e
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("err", err.Error()))
 	}
 	writeJSON(w, status, body)
-}
-
-// retryAfterSeconds rounds a wait up to whole seconds, at least one.
-func retryAfterSeconds(err error) int {
-	var d time.Duration
-	if r := (*RetryError)(nil); errors.As(err, &r) {
-		d = r.RetryAfter
-	}
-	return max(1, int((d+time.Second-1)/time.Second))
 }

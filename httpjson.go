@@ -1,13 +1,13 @@
 // This file owns JSON in and out at the root: the size of a request body
 // and the quick parse of a host login body, both read and decoded by
-// internal/jsonbody, and writing a JSON answer with its headers.
+// internal/jsonbody, and the answers internal/jsonanswer writes.
 
 package nmauth
 
 import (
-	"encoding/json"
 	"net/http"
 
+	"github.com/nmauth/nmauth/internal/jsonanswer"
 	"github.com/nmauth/nmauth/internal/jsonbody"
 )
 
@@ -22,16 +22,13 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
-	return decodeJSONBody(body, v)
+	return jsonbody.Decode(body, v)
 }
 
 // readJSONBody reads an application/json body of at most maxBodyBytes.
 func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return jsonbody.Read(w, r, maxBodyBytes)
 }
-
-// decodeJSONBody decodes body as decodeJSON does.
-func decodeJSONBody(body []byte, v any) error { return jsonbody.Decode(body, v) }
 
 // hostLoginKeys are the JSON names of hostAuthRequest's fields, in order.
 var hostLoginKeys = []string{"id", "macaddress", "password"}
@@ -40,9 +37,9 @@ var hostLoginKeys = []string{"id", "macaddress", "password"}
 // values, each key one of req's fields at most once, each string without
 // an escape or a control character and in valid UTF-8, with nothing but
 // JSON whitespace around its tokens: the body every netclient sends (see
-// [jsonbody.Flat]). Such a body decodeJSONBody takes too, with the same
+// [jsonbody.Flat]). Such a body [jsonbody.Decode] takes too, with the same
 // fields, so parseFlat only saves its work. For any other body it reports
-// false and leaves req as it was, for decodeJSONBody to judge.
+// false and leaves req as it was, for jsonbody.Decode to judge.
 func (req *hostAuthRequest) parseFlat(body []byte) bool {
 	var v [3]string
 	if !jsonbody.Flat(body, hostLoginKeys, v[:]) {
@@ -52,24 +49,8 @@ func (req *hostAuthRequest) parseFlat(body []byte) bool {
 	return true
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	setJSONHeader(w, status)
-	json.NewEncoder(w).Encode(v)
-}
+// writeJSON writes status and v as a JSON answer (see [jsonanswer.Write]).
+func writeJSON(w http.ResponseWriter, status int, v any) { jsonanswer.Write(w, status, v) }
 
 // writeJSONBytes writes b, encoded JSON, as writeJSON writes a value.
-func writeJSONBytes(w http.ResponseWriter, status int, b []byte) {
-	setJSONHeader(w, status)
-	w.Write(b)
-}
-
-// setJSONHeader writes status with the headers of a JSON answer. Their
-// keys are canonical, so they are set in the map directly, both values
-// from one allocation (each slice at its full capacity, so that adding a
-// value to one copies it).
-func setJSONHeader(w http.ResponseWriter, status int) {
-	v := []string{"application/json", "no-store"}
-	h := w.Header()
-	h["Content-Type"], h["Cache-Control"] = v[:1:1], v[1:2:2]
-	w.WriteHeader(status)
-}
+func writeJSONBytes(w http.ResponseWriter, status int, b []byte) { jsonanswer.WriteBytes(w, status, b) }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth/internal/jsonbody"
+	"github.com/nmauth/nmauth/internal/routemux"
 	"github.com/nmauth/nmauth/internal/wire"
 )
 
@@ -20,21 +21,21 @@ type accessTokenBody struct {
 	Networks  []string  `json:"networks"`
 }
 
-// accessTokenRoutes are the routes of access tokens and logout: method,
-// path, handler. Each needs a bearer credential.
-func (a *Authenticator) accessTokenRoutes() []route {
-	return []route{
-		{http.MethodPost, "/api/v1/users/access_token", a.Middleware(http.HandlerFunc(a.serveCreateAccessToken))},
-		{http.MethodGet, "/api/v1/users/access_token", a.Middleware(http.HandlerFunc(a.serveListAccessTokens))},
-		{http.MethodDelete, "/api/v1/users/access_token", a.Middleware(http.HandlerFunc(a.serveDeleteAccessTokens))},
+// accessTokenRoutes are the routes of access tokens and logout. Each needs
+// a bearer credential.
+func (a *Authenticator) accessTokenRoutes() []routemux.Route {
+	return []routemux.Route{
+		routemux.Post("/api/v1/users/access_token", a.Middleware(http.HandlerFunc(a.serveCreateAccessToken))),
+		routemux.Get("/api/v1/users/access_token", a.Middleware(http.HandlerFunc(a.serveListAccessTokens))),
+		routemux.Delete("/api/v1/users/access_token", a.Middleware(http.HandlerFunc(a.serveDeleteAccessTokens))),
 		a.logoutRoute(),
 	}
 }
 
 // logoutRoute is the route of logout, served also where the Store keeps
 // no access tokens.
-func (a *Authenticator) logoutRoute() route {
-	return route{http.MethodPost, "/api/v1/users/logout", a.Middleware(http.HandlerFunc(a.serveLogout))}
+func (a *Authenticator) logoutRoute() routemux.Route {
+	return routemux.Post("/api/v1/users/logout", a.Middleware(http.HandlerFunc(a.serveLogout)))
 }
 
 // createdAccessToken is the answer of a creation: the only time a token's
