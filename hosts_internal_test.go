@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/state"
 )
 
 // TestMACPolicy: a changed MAC address is never a wrong credential (issue
@@ -102,5 +104,27 @@ func TestHostUUIDsInOneCase(t *testing.T) {
 	// Ids that are not UUIDs keep their case.
 	if got, _ := PrepareHostID("Host-A"); got != "Host-A" {
 		t.Errorf("PrepareHostID(Host-A) = %q", got)
+	}
+}
+
+// TestMemoryStoreListHostsCopies: a host a listing returns is the
+// caller's, as GetHost's is: changing its client list changes nothing
+// stored.
+func TestMemoryStoreListHostsCopies(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemoryStore()
+	h := Host{ID: "host-a"}
+	h.State.v.PasswordClients = []state.Client{{Client: "192.0.2.1", Known: true}}
+	if err := s.CreateHost(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := s.ListHosts(ctx, "", 10)
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("ListHosts = %v, %v", listed, err)
+	}
+	listed[0].State.v.PasswordClients[0].Client = "198.51.100.9"
+	got, err := s.GetHost(ctx, "host-a")
+	if err != nil || got.State.v.PasswordClients[0].Client != "192.0.2.1" {
+		t.Errorf("after the listing's copy was changed, the stored host's clients are %v (%v)", got.State.v.PasswordClients, err)
 	}
 }

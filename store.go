@@ -290,7 +290,7 @@ func (s *MemoryStore) GetHost(ctx context.Context, id string) (Host, error) {
 
 // ListHosts implements [Store].
 func (s *MemoryStore) ListHosts(ctx context.Context, after string, limit int) ([]Host, error) {
-	return locked(s, ctx, func() ([]Host, error) { return s.hosts.PageShared(after, limit), nil })
+	return locked(s, ctx, func() ([]Host, error) { return s.hosts.Page(after, limit), nil })
 }
 
 // CreateHost implements [Store].
