@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nmauth/nmauth/internal/keyed"
+	"github.com/nmauth/nmauth/internal/names"
 )
 
 // accessTokenPrefix begins every access token (see [AccessToken]).
@@ -129,7 +130,7 @@ func (a *Authenticator) newAccessTokenRecord(req AccessTokenRequest, now time.Ti
 		return AccessToken{}, requestError("too many networks")
 	}
 	for _, n := range req.Networks {
-		if !validNetwork(n) {
+		if !names.Network(n) {
 			return AccessToken{}, ErrInvalidNetwork
 		}
 	}

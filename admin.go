@@ -463,7 +463,7 @@ func userInfo(u User, now time.Time) UserInfo {
 		Disabled:          u.Disabled,
 		TOTPEnabled:       u.TOTPEnabled(),
 		RecoveryCodesLeft: len(u.RecoveryCodes),
-		LockedUntil:       lockedUntil(now, u.State.v.PasswordClients, u.State.v.PasswordBlockedUntil, u.State.v.TOTPBlockedUntil),
+		LockedUntil:       u.State.v.LockedUntil(now, u.State.v.TOTPBlockedUntil),
 		CreatedAt:         u.CreatedAt,
 		Broken:            slices.Clone(u.Broken),
 	}
@@ -485,31 +485,10 @@ func (ad *Admin) ListHosts(ctx context.Context, after string, limit int) ([]Host
 			ID:          h.ID,
 			MACAddress:  h.MACAddress,
 			Disabled:    h.Disabled,
-			LockedUntil: lockedUntil(now, h.State.v.PasswordClients, h.State.v.PasswordBlockedUntil),
+			LockedUntil: h.State.v.LockedUntil(now),
 			CreatedAt:   h.CreatedAt,
 			Broken:      slices.Clone(h.Broken),
 		}
 	}
 	return out, nil
-}
-
-// lockedUntil is the latest end among an account's backoffs, the
-// account-wide ones and those of each client address, or the zero time
-// when none lasts beyond now.
-func lockedUntil(now time.Time, clients []state.Client, accountWide ...time.Time) time.Time {
-	var last time.Time
-	for _, t := range accountWide {
-		if t.After(last) {
-			last = t
-		}
-	}
-	for _, c := range clients {
-		if c.BlockedUntil.After(last) {
-			last = c.BlockedUntil
-		}
-	}
-	if !last.After(now) {
-		return time.Time{}
-	}
-	return last
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nmauth/nmauth/internal/keyed"
+	"github.com/nmauth/nmauth/internal/names"
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
@@ -155,7 +156,7 @@ func newEnrollKeyRecord(k EnrollmentKey, now time.Time) (EnrollmentKey, error) {
 		return EnrollmentKey{}, requestError("too many networks")
 	}
 	for _, n := range k.Networks {
-		if !validNetwork(n) {
+		if !names.Network(n) {
 			return EnrollmentKey{}, ErrInvalidNetwork
 		}
 	}
