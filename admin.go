@@ -11,6 +11,7 @@ import (
 
 	"github.com/nmauth/nmauth/internal/secret"
 	"github.com/nmauth/nmauth/internal/state"
+	"github.com/nmauth/nmauth/internal/walk"
 )
 
 // Admin administers the users and hosts of an [Authenticator]: it creates,
@@ -303,29 +304,24 @@ func (ad *Admin) RecoveryCodesLeft(ctx context.Context, username string) (int, e
 // once every other secret is resealed.
 func (ad *Admin) ResealTOTPSecrets(ctx context.Context) (int, error) {
 	a := ad.a
-	n, after := 0, ""
+	n := 0
 	var broken []error
-	for {
-		users, err := a.store.ListUsers(ctx, after, scanPage)
-		if err != nil {
-			return n, err
+	err := walk.All(ctx, scanPage, a.store.ListUsers, func(u User) string { return u.Name }, func(listed User) error {
+		sealed, err := a.reseal(ctx, listed)
+		switch {
+		case errors.Is(err, ErrBrokenRecord):
+			broken = append(broken, err)
+		case err != nil:
+			return err
+		case sealed:
+			n++
 		}
-		for _, listed := range users {
-			sealed, err := a.reseal(ctx, listed)
-			switch {
-			case errors.Is(err, ErrBrokenRecord):
-				broken = append(broken, err)
-			case err != nil:
-				return n, err
-			case sealed:
-				n++
-			}
-		}
-		if len(users) < scanPage {
-			return n, errors.Join(broken...)
-		}
-		after = users[len(users)-1].Name
+		return nil
+	})
+	if err != nil {
+		return n, err
 	}
+	return n, errors.Join(broken...)
 }
 
 // HostsUnderOlderSecrets counts the hosts whose machine secret is kept as
@@ -337,23 +333,15 @@ func (ad *Admin) ResealTOTPSecrets(ctx context.Context) (int, error) {
 // it is given a new password.
 func (ad *Admin) HostsUnderOlderSecrets(ctx context.Context) (int, error) {
 	a := ad.a
-	n, after := 0, ""
+	n := 0
 	signer := a.ring.signer().id
-	for {
-		hosts, err := a.store.ListHosts(ctx, after, scanPage)
-		if err != nil {
-			return n, err
+	err := walk.All(ctx, scanPage, a.store.ListHosts, func(h Host) string { return h.ID }, func(h Host) error {
+		if id := machineDigestKeyID(h.PasswordHash); id != "" && id != signer {
+			n++
 		}
-		for _, h := range hosts {
-			if id := machineDigestKeyID(h.PasswordHash); id != "" && id != signer {
-				n++
-			}
-		}
-		if len(hosts) < scanPage {
-			return n, nil
-		}
-		after = hosts[len(hosts)-1].ID
-	}
+		return nil
+	})
+	return n, err
 }
 
 // scanPage is how many users a walk over the whole Store (a reseal, the
