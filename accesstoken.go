@@ -3,26 +3,23 @@ package nmauth
 import (
 	"context"
 	"crypto/hmac"
-	"encoding/base32"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/nmauth/nmauth/internal/keyed"
+	"github.com/nmauth/nmauth/internal/names"
 )
 
 // accessTokenPrefix begins every access token (see [AccessToken]).
 const accessTokenPrefix = "nmauth_at_"
 
 const (
-	accessIDBytes     = 10
-	accessSecretBytes = 16
-	accessCheckBytes  = 16
-	// accessTokenLen is the length of every access token.
-	accessTokenLen = len(accessTokenPrefix) + 16 + 1 + 26 + 1 + 26
+	accessCheckBytes = keyed.CheckBytes
 	// maxAccessTokenName bounds a token's label, in characters.
 	maxAccessTokenName = 64
 	// maxTokenNetworks bounds the networks of one token's scope.
@@ -31,7 +28,7 @@ const (
 	touchEvery = time.Minute
 )
 
-var accessEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+var accessEncoding = keyed.Encoding
 
 // errNoAccessToken is an access-token id that names no token; 404 over
 // HTTP.
@@ -133,7 +130,7 @@ func (a *Authenticator) newAccessTokenRecord(req AccessTokenRequest, now time.Ti
 		return AccessToken{}, requestError("too many networks")
 	}
 	for _, n := range req.Networks {
-		if !validNetwork(n) {
+		if !names.Network(n) {
 			return AccessToken{}, ErrInvalidNetwork
 		}
 	}
@@ -158,62 +155,39 @@ func (a *Authenticator) mintAccessToken(t *AccessToken) (string, error) {
 // mintKeyedSecret draws the id and secret of a credential that is kept
 // only as a keyed digest (an access token, an enrollment key): it returns
 // the id, the digest of the secret bound to digestName(id), and the
-// credential as its holder gives it, prefix, id, secret and a check of
-// the digest's first bytes, which lets a made-up credential be refused
-// before any Store call.
+// credential as its holder gives it (see internal/keyed).
 func (a *Authenticator) mintKeyedSecret(prefix string, digestName func(id string) string) (id, digest, token string, err error) {
-	raw := make([]byte, accessIDBytes+accessSecretBytes)
-	if _, err := io.ReadFull(a.cfg.Rand, raw); err != nil {
+	id, secret, err := keyed.Draw(a.cfg.Rand)
+	if err != nil {
 		return "", "", "", err
 	}
-	id = accessEncoding.EncodeToString(raw[:accessIDBytes])
-	secret := accessEncoding.EncodeToString(raw[accessIDBytes:])
 	k := a.ring.signer()
 	mac := machineMAC(k, digestName(id), secret)
-	token = prefix + id + "_" + secret + "_" + accessEncoding.EncodeToString(mac[:accessCheckBytes])
-	return id, machineDigest(k, mac), token, nil
+	return id, machineDigest(k, mac), keyed.Format(prefix, id, secret, mac[:]), nil
+}
+
+// keyedCheck checks a keyed credential's check against every root secret,
+// one keyed hash for each, and returns the digest the Store holds of its
+// secret, or "" when no root secret made the check.
+func (a *Authenticator) keyedCheck(name, secret string, check []byte) (digest string) {
+	for _, k := range a.ring.keys {
+		mac := machineMAC(k, name, secret)
+		if hmac.Equal(mac[:keyed.CheckBytes], check) {
+			digest = machineDigest(k, mac)
+		}
+	}
+	return digest
 }
 
 // accessDigestName is what an access token's digest is bound to: its id,
 // in a namespace of its own, so that no host's digest is ever one.
 func accessDigestName(id string) string { return "access token " + id }
 
-// splitAccessToken reads a token's id, secret and check, or reports that
-// credential is no well-formed access token.
-func splitAccessToken(credential string) (id, secret, check string, ok bool) {
-	rest, found := strings.CutPrefix(credential, accessTokenPrefix)
-	if !found || len(credential) != accessTokenLen {
-		return "", "", "", false
-	}
-	parts := strings.Split(rest, "_")
-	if len(parts) != 3 {
-		return "", "", "", false
-	}
-	for _, s := range parts {
-		// One spelling per value: base32 without padding can end in bits
-		// that decoding ignores.
-		b, err := accessEncoding.DecodeString(s)
-		if err != nil || accessEncoding.EncodeToString(b) != s {
-			return "", "", "", false
-		}
-	}
-	return parts[0], parts[1], parts[2], true
-}
-
 // parseAccessToken checks an access token: its check against every root
 // secret, then its digest in the Store. It returns the token's principal.
 func (a *Authenticator) parseAccessToken(ctx context.Context, credential string, now time.Time) (Principal, error) {
-	id, secret, check, ok := splitAccessToken(credential)
-	if !ok || a.access == nil {
-		return Principal{}, ErrUnauthenticated
-	}
-	want, _ := accessEncoding.DecodeString(check)
-	known := false
-	for _, k := range a.ring.keys {
-		mac := machineMAC(k, accessDigestName(id), secret)
-		known = hmac.Equal(mac[:accessCheckBytes], want) || known
-	}
-	if !known {
+	id, secret, check, ok := keyed.Split(accessTokenPrefix, credential)
+	if !ok || a.access == nil || a.keyedCheck(accessDigestName(id), secret, check) == "" {
 		return Principal{}, ErrUnauthenticated
 	}
 	t, err := a.access.GetAccessToken(ctx, id)

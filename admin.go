@@ -11,6 +11,7 @@ import (
 
 	"github.com/nmauth/nmauth/internal/secret"
 	"github.com/nmauth/nmauth/internal/state"
+	"github.com/nmauth/nmauth/internal/walk"
 )
 
 // Admin administers the users and hosts of an [Authenticator]: it creates,
@@ -303,29 +304,24 @@ func (ad *Admin) RecoveryCodesLeft(ctx context.Context, username string) (int, e
 // once every other secret is resealed.
 func (ad *Admin) ResealTOTPSecrets(ctx context.Context) (int, error) {
 	a := ad.a
-	n, after := 0, ""
+	n := 0
 	var broken []error
-	for {
-		users, err := a.store.ListUsers(ctx, after, scanPage)
-		if err != nil {
-			return n, err
+	err := walk.All(ctx, scanPage, a.store.ListUsers, func(u User) string { return u.Name }, func(listed User) error {
+		sealed, err := a.reseal(ctx, listed)
+		switch {
+		case errors.Is(err, ErrBrokenRecord):
+			broken = append(broken, err)
+		case err != nil:
+			return err
+		case sealed:
+			n++
 		}
-		for _, listed := range users {
-			sealed, err := a.reseal(ctx, listed)
-			switch {
-			case errors.Is(err, ErrBrokenRecord):
-				broken = append(broken, err)
-			case err != nil:
-				return n, err
-			case sealed:
-				n++
-			}
-		}
-		if len(users) < scanPage {
-			return n, errors.Join(broken...)
-		}
-		after = users[len(users)-1].Name
+		return nil
+	})
+	if err != nil {
+		return n, err
 	}
+	return n, errors.Join(broken...)
 }
 
 // HostsUnderOlderSecrets counts the hosts whose machine secret is kept as
@@ -337,23 +333,15 @@ func (ad *Admin) ResealTOTPSecrets(ctx context.Context) (int, error) {
 // it is given a new password.
 func (ad *Admin) HostsUnderOlderSecrets(ctx context.Context) (int, error) {
 	a := ad.a
-	n, after := 0, ""
+	n := 0
 	signer := a.ring.signer().id
-	for {
-		hosts, err := a.store.ListHosts(ctx, after, scanPage)
-		if err != nil {
-			return n, err
+	err := walk.All(ctx, scanPage, a.store.ListHosts, func(h Host) string { return h.ID }, func(h Host) error {
+		if id := machineDigestKeyID(h.PasswordHash); id != "" && id != signer {
+			n++
 		}
-		for _, h := range hosts {
-			if id := machineDigestKeyID(h.PasswordHash); id != "" && id != signer {
-				n++
-			}
-		}
-		if len(hosts) < scanPage {
-			return n, nil
-		}
-		after = hosts[len(hosts)-1].ID
-	}
+		return nil
+	})
+	return n, err
 }
 
 // scanPage is how many users a walk over the whole Store (a reseal, the
@@ -463,7 +451,7 @@ func userInfo(u User, now time.Time) UserInfo {
 		Disabled:          u.Disabled,
 		TOTPEnabled:       u.TOTPEnabled(),
 		RecoveryCodesLeft: len(u.RecoveryCodes),
-		LockedUntil:       lockedUntil(now, u.State.v.PasswordClients, u.State.v.PasswordBlockedUntil, u.State.v.TOTPBlockedUntil),
+		LockedUntil:       u.State.v.LockedUntil(now, u.State.v.TOTPBlockedUntil),
 		CreatedAt:         u.CreatedAt,
 		Broken:            slices.Clone(u.Broken),
 	}
@@ -485,31 +473,10 @@ func (ad *Admin) ListHosts(ctx context.Context, after string, limit int) ([]Host
 			ID:          h.ID,
 			MACAddress:  h.MACAddress,
 			Disabled:    h.Disabled,
-			LockedUntil: lockedUntil(now, h.State.v.PasswordClients, h.State.v.PasswordBlockedUntil),
+			LockedUntil: h.State.v.LockedUntil(now),
 			CreatedAt:   h.CreatedAt,
 			Broken:      slices.Clone(h.Broken),
 		}
 	}
 	return out, nil
-}
-
-// lockedUntil is the latest end among an account's backoffs, the
-// account-wide ones and those of each client address, or the zero time
-// when none lasts beyond now.
-func lockedUntil(now time.Time, clients []state.Client, accountWide ...time.Time) time.Time {
-	var last time.Time
-	for _, t := range accountWide {
-		if t.After(last) {
-			last = t
-		}
-	}
-	for _, c := range clients {
-		if c.BlockedUntil.After(last) {
-			last = c.BlockedUntil
-		}
-	}
-	if !last.After(now) {
-		return time.Time{}
-	}
-	return last
 }

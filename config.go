@@ -1,6 +1,7 @@
 package nmauth
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"io"
@@ -271,53 +272,31 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// setDefaults fills in each field left at its zero value.
 func (c *Config) setDefaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	if c.Issuer == "" {
-		c.Issuer = "nmauth"
-	}
-	def(&c.UserTokenTTL, time.Hour)
-	def(&c.PreAuthTokenTTL, 5*time.Minute)
-	def(&c.HostTokenTTL, 15*time.Minute)
-	def(&c.NodeTokenTTL, 15*time.Minute)
-	def(&c.EnrollmentTTL, 10*time.Minute)
-	def(&c.ReenrollWindow, 10*time.Minute)
-	def(&c.AccessTokenTTL, 90*24*time.Hour)
-	def(&c.MaxAccessTokenTTL, 366*24*time.Hour)
-	if c.MaxAccessTokens == 0 {
-		c.MaxAccessTokens = 100
-	}
-	def(&c.StatusCacheTTL, 2*time.Second)
-	def(&c.StoreTimeout, 3*time.Second)
-	if c.PasswordHashQueue == 0 {
-		c.PasswordHashQueue = defaultHashQueue
-	}
+	c.Issuer = cmp.Or(c.Issuer, "nmauth")
+	c.UserTokenTTL = cmp.Or(c.UserTokenTTL, time.Hour)
+	c.PreAuthTokenTTL = cmp.Or(c.PreAuthTokenTTL, 5*time.Minute)
+	c.HostTokenTTL = cmp.Or(c.HostTokenTTL, 15*time.Minute)
+	c.NodeTokenTTL = cmp.Or(c.NodeTokenTTL, 15*time.Minute)
+	c.EnrollmentTTL = cmp.Or(c.EnrollmentTTL, 10*time.Minute)
+	c.ReenrollWindow = cmp.Or(c.ReenrollWindow, 10*time.Minute)
+	c.AccessTokenTTL = cmp.Or(c.AccessTokenTTL, 90*24*time.Hour)
+	c.MaxAccessTokenTTL = cmp.Or(c.MaxAccessTokenTTL, 366*24*time.Hour)
+	c.MaxAccessTokens = cmp.Or(c.MaxAccessTokens, 100)
+	c.StatusCacheTTL = cmp.Or(c.StatusCacheTTL, 2*time.Second)
+	c.StoreTimeout = cmp.Or(c.StoreTimeout, 3*time.Second)
+	c.PasswordHashQueue = cmp.Or(c.PasswordHashQueue, defaultHashQueue)
 	if c.HostLoginConcurrency <= 0 {
 		c.HostLoginConcurrency = 4 * runtime.NumCPU()
 	}
-	if c.HostLoginQueue == 0 {
-		c.HostLoginQueue = 16384
-	}
-	if c.HostWriteQueue == 0 {
-		c.HostWriteQueue = defaultHostWriteQueue
-	}
-	def(&c.QueueTimeout, defaultQueueTimeout)
-	if c.ClientRate == 0 {
-		c.ClientRate = 1
-	}
-	if c.ClientBurst == 0 {
-		c.ClientBurst = 20
-	}
-	if c.TokenCacheSize == 0 {
-		c.TokenCacheSize = 2000000
-	}
-	if c.StatusCacheSize == 0 {
-		c.StatusCacheSize = 200000
-	}
+	c.HostLoginQueue = cmp.Or(c.HostLoginQueue, 16384)
+	c.HostWriteQueue = cmp.Or(c.HostWriteQueue, defaultHostWriteQueue)
+	c.QueueTimeout = cmp.Or(c.QueueTimeout, defaultQueueTimeout)
+	c.ClientRate = cmp.Or(c.ClientRate, 1)
+	c.ClientBurst = cmp.Or(c.ClientBurst, 20)
+	c.TokenCacheSize = cmp.Or(c.TokenCacheSize, 2000000)
+	c.StatusCacheSize = cmp.Or(c.StatusCacheSize, 200000)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

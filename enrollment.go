@@ -2,7 +2,6 @@ package nmauth
 
 import (
 	"context"
-	"crypto/hmac"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nmauth/nmauth/internal/keyed"
+	"github.com/nmauth/nmauth/internal/names"
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
@@ -19,12 +20,8 @@ import (
 // [EnrollmentKey]).
 const enrollKeyPrefix = "nmauth_ek_"
 
-const (
-	// enrollKeyLen is the length of every enrollment key's secret.
-	enrollKeyLen = len(enrollKeyPrefix) + 16 + 1 + 26 + 1 + 26
-	// maxEnrollTags bounds the tags of one key.
-	maxEnrollTags = 16
-)
+// maxEnrollTags bounds the tags of one key.
+const maxEnrollTags = 16
 
 var (
 	// errNoEnrollmentKey is a key id that names no key; 404 over HTTP.
@@ -159,7 +156,7 @@ func newEnrollKeyRecord(k EnrollmentKey, now time.Time) (EnrollmentKey, error) {
 		return EnrollmentKey{}, requestError("too many networks")
 	}
 	for _, n := range k.Networks {
-		if !validNetwork(n) {
+		if !names.Network(n) {
 			return EnrollmentKey{}, ErrInvalidNetwork
 		}
 	}
@@ -204,32 +201,14 @@ func enrollDigestName(id string) string { return "enrollment key " + id }
 // against every root secret: one keyed hash for each, and no Store call.
 // It returns the key's id and the digest that the Store holds of it.
 func (a *Authenticator) checkEnrollKey(key string) (id, digest string, err error) {
-	rest, found := strings.CutPrefix(key, enrollKeyPrefix)
-	if !found || len(key) != enrollKeyLen {
+	id, secret, check, ok := keyed.Split(enrollKeyPrefix, key)
+	if !ok {
 		return "", "", ErrInvalidEnrollmentKey
 	}
-	parts := strings.Split(rest, "_")
-	if len(parts) != 3 {
+	if digest = a.keyedCheck(enrollDigestName(id), secret, check); digest == "" {
 		return "", "", ErrInvalidEnrollmentKey
 	}
-	for _, s := range parts {
-		// One spelling per value, as splitAccessToken asks.
-		b, err := accessEncoding.DecodeString(s)
-		if err != nil || accessEncoding.EncodeToString(b) != s {
-			return "", "", ErrInvalidEnrollmentKey
-		}
-	}
-	want, _ := accessEncoding.DecodeString(parts[2])
-	for _, k := range a.ring.keys {
-		mac := machineMAC(k, enrollDigestName(parts[0]), parts[1])
-		if hmac.Equal(mac[:accessCheckBytes], want) {
-			digest = machineDigest(k, mac)
-		}
-	}
-	if digest == "" {
-		return "", "", ErrInvalidEnrollmentKey
-	}
-	return parts[0], digest, nil
+	return id, digest, nil
 }
 
 // JoinHost lets a host join with an enrollment key, as netclient join

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth/internal/hashfmt"
+	"github.com/nmauth/nmauth/internal/names"
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
@@ -230,7 +231,7 @@ func (a *Authenticator) LoginHost(ctx context.Context, id, mac, password string)
 // and so does every host when NodeMember is nil. The token dies with the
 // host's tokens (disable, delete, revoke).
 func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, password string) (HostLogin, error) {
-	if !validNetwork(network) {
+	if !names.Network(network) {
 		return HostLogin{}, ErrInvalidNetwork
 	}
 	admit := func(ctx context.Context, id string) error {
@@ -332,7 +333,7 @@ func (a *Authenticator) IssueNodeToken(ctx context.Context, network, nodeID stri
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	if !validNetwork(network) {
+	if !names.Network(network) {
 		return "", ErrInvalidNetwork
 	}
 	nodeID, err := PrepareHostID(nodeID)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/importrec"
+	"github.com/nmauth/nmauth/internal/names"
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
@@ -218,8 +219,8 @@ func (a *Authenticator) importHost(ctx context.Context, in ImportedHost, write b
 		return r, Host{}, err
 	}
 	for _, network := range in.Networks {
-		if !validNetwork(network) {
-			return r, Host{}, fmt.Errorf("%w: %q", ErrInvalidNetwork, safeName(network))
+		if !names.Network(network) {
+			return r, Host{}, fmt.Errorf("%w: %q", ErrInvalidNetwork, names.Safe(network))
 		}
 	}
 	if in.PasswordHash == "" && in.Password == "" {

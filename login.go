@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/names"
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
@@ -41,9 +42,9 @@ func (t loginTarget) grantedEvent() EventType {
 // nobody makes t the target of a login that no account can answer: its
 // name, or the secret, could not be prepared. Its reads and updates find
 // no account without asking the Store, so that the login does the work of
-// an unknown account's; its events name the name bounded (safeName).
+// an unknown account's; its events name the name bounded (names.Safe).
 func (t *loginTarget) nobody() {
-	t.absent, t.name = true, safeName(t.name)
+	t.absent, t.name = true, names.Safe(t.name)
 	t.update = func(context.Context, func(account) error) error { return ErrNotFound }
 	if t.read != nil {
 		t.read = func(context.Context) (account, error) { return hostAccount(&Host{}), ErrNotFound }

@@ -36,14 +36,3 @@ func prepareMAC(mac string) (string, error) {
 	}
 	return "", ErrInvalidHost
 }
-
-// validNetwork accepts 1 to 128 printable characters without spaces, the
-// same form as a host id.
-func validNetwork(network string) bool {
-	_, ok := names.HostID(network)
-	return ok
-}
-
-// safeName bounds a name taken from a request before it reaches a log
-// line or an event.
-func safeName(s string) string { return names.Safe(s) }

@@ -43,6 +43,13 @@ func HostID(id string) (string, bool) {
 	return id, true
 }
 
+// Network reports whether network is a well-formed network name: the same
+// form as a host id.
+func Network(network string) bool {
+	_, ok := HostID(network)
+	return ok
+}
+
 // IsUUID reports whether s is a UUID in its 8-4-4-4-12 hex form.
 func IsUUID(s string) bool {
 	if len(s) != 36 {

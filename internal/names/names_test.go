@@ -70,3 +70,16 @@ func FuzzNames(f *testing.F) {
 		}
 	})
 }
+
+func TestNetwork(t *testing.T) {
+	for _, ok := range []string{"net1", "Netmaker-Net_2", strings.Repeat("n", 128)} {
+		if !Network(ok) {
+			t.Errorf("Network(%q) = false", ok)
+		}
+	}
+	for _, bad := range []string{"", "a b", "a\tb", "\x00", strings.Repeat("n", 129), "\xff"} {
+		if Network(bad) {
+			t.Errorf("Network(%q) = true", bad)
+		}
+	}
+}

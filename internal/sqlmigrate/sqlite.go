@@ -20,14 +20,20 @@ import (
 func ConnectSQLite(ctx context.Context, db *sql.DB, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	pause := time.Millisecond
+	var busy error
 	for {
 		c, err := db.Conn(ctx)
 		if err == nil {
 			return c.Close()
 		}
+		if busy != nil && ctx.Err() != nil {
+			// ctx ended while another try was under way.
+			return fmt.Errorf("%w, after %w", ctx.Err(), busy)
+		}
 		if !sqliteBusy(err) || time.Now().After(deadline) {
 			return err
 		}
+		busy = err
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:

@@ -22,10 +22,15 @@ type busyConnector struct {
 	busy  int32
 	tries atomic.Int32
 	err   error
+	onTry func(n int32) // if set, called on each try with its number
 }
 
 func (c *busyConnector) Connect(context.Context) (driver.Conn, error) {
-	if c.tries.Add(1) <= c.busy {
+	n := c.tries.Add(1)
+	if c.onTry != nil {
+		c.onTry(n)
+	}
+	if n <= c.busy {
 		return nil, c.err
 	}
 	return fakeConn{&fakeDB{}}, nil
@@ -59,11 +64,16 @@ func TestConnectSQLite(t *testing.T) {
 			}
 		})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	// ctx ends during the third try.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	db := sql.OpenDB(&busyConnector{busy: 1 << 30, err: codedError(5)})
+	db := sql.OpenDB(&busyConnector{busy: 1 << 30, err: codedError(5), onTry: func(n int32) {
+		if n == 3 {
+			cancel()
+		}
+	}})
 	defer db.Close()
-	if err := ConnectSQLite(ctx, db, time.Minute); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, codedError(5)) {
+	if err := ConnectSQLite(ctx, db, time.Minute); !errors.Is(err, context.Canceled) || !errors.Is(err, codedError(5)) {
 		t.Errorf("error %v, want the end of ctx after SQLITE_BUSY", err)
 	}
 }

@@ -33,6 +33,27 @@ type Account struct {
 	Generation uint64 `json:"g,omitempty"`
 }
 
+// LockedUntil is the latest end among the account's backoffs, its
+// account-wide one, those of each client address and the others given, or
+// the zero time when none lasts beyond now.
+func (a *Account) LockedUntil(now time.Time, others ...time.Time) time.Time {
+	last := a.PasswordBlockedUntil
+	for _, t := range others {
+		if t.After(last) {
+			last = t
+		}
+	}
+	for _, c := range a.PasswordClients {
+		if c.BlockedUntil.After(last) {
+			last = c.BlockedUntil
+		}
+	}
+	if !last.After(now) {
+		return time.Time{}
+	}
+	return last
+}
+
 // User is the state of a user: its account's, its TOTP replay and
 // attempt state, and the tokens its logouts revoked. A host's state is
 // its Account alone.
