@@ -167,16 +167,16 @@ func (a *Authenticator) mintKeyedSecret(prefix string, digestName func(id string
 }
 
 // keyedCheck checks a keyed credential's check against every root secret,
-// one keyed hash for each, and returns the digest the Store holds of its
-// secret, or "" when no root secret made the check.
-func (a *Authenticator) keyedCheck(name, secret string, check []byte) (digest string) {
+// one keyed hash for each, and returns the root secret's key that made it
+// with the secret's MAC under that key, or nil when none did.
+func (a *Authenticator) keyedCheck(name, secret string, check []byte) (key *ringKey, mac [32]byte) {
 	for _, k := range a.ring.keys {
-		mac := machineMAC(k, name, secret)
-		if hmac.Equal(mac[:keyed.CheckBytes], check) {
-			digest = machineDigest(k, mac)
+		m := machineMAC(k, name, secret)
+		if hmac.Equal(m[:keyed.CheckBytes], check) {
+			key, mac = k, m
 		}
 	}
-	return digest
+	return key, mac
 }
 
 // accessDigestName is what an access token's digest is bound to: its id,
@@ -187,7 +187,10 @@ func accessDigestName(id string) string { return "access token " + id }
 // secret, then its digest in the Store. It returns the token's principal.
 func (a *Authenticator) parseAccessToken(ctx context.Context, credential string, now time.Time) (Principal, error) {
 	id, secret, check, ok := keyed.Split(accessTokenPrefix, credential)
-	if !ok || a.access == nil || a.keyedCheck(accessDigestName(id), secret, check) == "" {
+	if !ok || a.access == nil {
+		return Principal{}, ErrUnauthenticated
+	}
+	if k, _ := a.keyedCheck(accessDigestName(id), secret, check); k == nil {
 		return Principal{}, ErrUnauthenticated
 	}
 	t, err := a.access.GetAccessToken(ctx, id)

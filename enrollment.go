@@ -205,10 +205,11 @@ func (a *Authenticator) checkEnrollKey(key string) (id, digest string, err error
 	if !ok {
 		return "", "", ErrInvalidEnrollmentKey
 	}
-	if digest = a.keyedCheck(enrollDigestName(id), secret, check); digest == "" {
+	k, mac := a.keyedCheck(enrollDigestName(id), secret, check)
+	if k == nil {
 		return "", "", ErrInvalidEnrollmentKey
 	}
-	return id, digest, nil
+	return id, machineDigest(k, mac), nil
 }
 
 // JoinHost lets a host join with an enrollment key, as netclient join
