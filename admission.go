@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/gate"
 )
 
@@ -49,20 +50,6 @@ func accountThrottled() error {
 	return &RetryError{Reason: ErrThrottled, RetryAfter: overloadRetryAfter}
 }
 
-// clientGroup is the group a client shares its turns with at a gate.
-func clientGroup(addr netip.Addr) netip.Prefix { return gate.ClientGroup(addr) }
-
 // clientOfContext is the client address of ctx as attempts are counted
-// (see [clientKey]): the address, an IPv6 one as its /64; the invalid
-// address when ctx names none.
-func clientOfContext(ctx context.Context) netip.Addr {
-	addr, ok := clientAddrOf(ctx)
-	if !ok || !addr.IsValid() {
-		return netip.Addr{}
-	}
-	addr = addr.Unmap()
-	if addr.Is6() {
-		addr = netip.PrefixFrom(addr, 64).Masked().Addr()
-	}
-	return addr
-}
+// (see [clientaddr.Counted]).
+func clientOfContext(ctx context.Context) netip.Addr { return clientaddr.Counted(ctx) }

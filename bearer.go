@@ -3,7 +3,6 @@ package nmauth
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/maypok86/otter/v2"
 
+	"github.com/nmauth/nmauth/internal/limit"
 	"github.com/nmauth/nmauth/internal/standing"
 )
 
@@ -120,7 +120,7 @@ func (e notIssuedError) Unwrap() error { return e.error }
 // is left to it.
 func (a *Authenticator) limitBearer(ctx *bearerContext, err error) error {
 	_, wrong := err.(notIssuedError)
-	if err != nil && !wrong || ctx.Context.Value(provedKey{}) != nil {
+	if err != nil && !wrong || limit.Counted(ctx.Context) {
 		return err
 	}
 	client, _ := clientAddrOf(ctx)
@@ -129,50 +129,13 @@ func (a *Authenticator) limitBearer(ctx *bearerContext, err error) error {
 	if wrong {
 		wait = a.clients.wrongBearer(client, now)
 	} else {
-		wait = a.clients.throttled(client, now)
+		wait = a.clients.buckets.Throttled(client, now)
 	}
 	if wait <= 0 {
 		return err
 	}
 	a.emit(ctx, Event{Type: EventClientThrottled})
 	return &RetryError{Reason: ErrThrottled, RetryAfter: wait}
-}
-
-// wrongBearer counts a wrong bearer credential of client at now as an
-// attempt and returns how long the client must wait, zero when the
-// attempt was allowed. It moves wrongBearersUntil on to when the client,
-// at the latest, is no longer past its limit: a bucket's tat runs at most
-// a burst ahead, so an interval after an allowed attempt, and an interval
-// after the wait of a refused one.
-func (l *clientLimiter) wrongBearer(client netip.Addr, now time.Time) time.Duration {
-	_, wait := l.take(client, now)
-	if l.buckets == nil {
-		return 0
-	}
-	until := now.UnixNano() + int64(wait+l.buckets.Interval())
-	for {
-		cur := l.wrongBearersUntil.Load()
-		if cur >= until || l.wrongBearersUntil.CompareAndSwap(cur, until) {
-			return wait
-		}
-	}
-}
-
-// wrongBearersSeen reports whether a client may be past its limit by
-// wrong bearer credentials: one atomic load, false but for a while after
-// one.
-func (l *clientLimiter) wrongBearersSeen() bool { return l.wrongBearersUntil.Load() != 0 }
-
-// throttled returns how long client must wait before its next attempt,
-// without counting one, while wrong bearer credentials may have put it
-// past its limit; once that time has passed it notes so and returns zero.
-func (l *clientLimiter) throttled(client netip.Addr, now time.Time) time.Duration {
-	ns := now.UnixNano()
-	if until := l.wrongBearersUntil.Load(); ns >= until {
-		l.wrongBearersUntil.CompareAndSwap(until, 0)
-		return 0
-	}
-	return l.buckets.Wait(client, now)
 }
 
 func (a *Authenticator) parseBearer(token string) (Principal, error) {

@@ -3,6 +3,9 @@ package nmauth
 import (
 	"context"
 	"net/netip"
+
+	"github.com/nmauth/nmauth/internal/clientaddr"
+	"github.com/nmauth/nmauth/internal/gate"
 )
 
 // ClientGroup is the client group of a request, as the login gates share
@@ -14,5 +17,5 @@ import (
 // share by moving to a neighbouring address, nor the extension's grouping
 // drift from the gates'. It needs no registration.
 func (e *Extension) ClientGroup(ctx context.Context) netip.Prefix {
-	return clientGroup(clientOfContext(ctx))
+	return gate.ClientGroup(clientaddr.Counted(ctx))
 }

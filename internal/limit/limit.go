@@ -39,6 +39,9 @@ type Limiter struct {
 	interval, span int64
 	buckets        *otter.Cache[netip.Addr, *Bucket]
 	clock          *attemptClock
+	// wrongUntil is when no address can be past its limit any more by
+	// wrong credentials; 0 once that time has passed (see NoteWrong).
+	wrongUntil atomic.Int64
 }
 
 // MaxClients bounds a limiter's memory. With the defaults of nmauth
