@@ -59,7 +59,7 @@ func (a *Authenticator) serveLimited(w http.ResponseWriter, r *http.Request, nex
 	}
 	next.ServeHTTP(w, &l.req)
 	if proved, account := ctx.Proved(); ctx.Counted && proved {
-		a.clients.giveBack(b, a.now(), account)
+		a.clients.buckets.GiveBack(b, a.now(), account)
 	}
 }
 
@@ -77,7 +77,7 @@ func markProved(ctx context.Context) { limit.MarkProved(ctx) }
 
 // markProvedAccount is [markProved] for a login of account: its attempt
 // is given back only once per account and address in a minute (see
-// giveBack).
+// [limit.Limiter.GiveBack]).
 func markProvedAccount(ctx context.Context, account accountKey) {
 	limit.MarkProvedAccount(ctx, string(account.kind), account.name)
 }

@@ -40,8 +40,8 @@ func newClientLimiter(cfg Config) *clientLimiter {
 
 // take counts an attempt of the client addr at now. It returns how long
 // the client must wait before the attempt would be allowed, zero when it
-// is allowed, and then the bucket it was counted in, for giveBack; nil
-// when the limit is off.
+// is allowed, and then the bucket it was counted in, for
+// [limit.Limiter.GiveBack]; nil when the limit is off.
 func (l *clientLimiter) take(addr netip.Addr, now time.Time) (*clientBucket, time.Duration) {
 	if l.buckets == nil {
 		return nil, 0
@@ -52,15 +52,6 @@ func (l *clientLimiter) take(addr netip.Addr, now time.Time) (*clientBucket, tim
 		return nil, wait
 	}
 	return b, 0
-}
-
-// giveBack returns the attempt that take counted in b at an earlier time,
-// after it proved a right credential of account (a hash of its
-// accountKey; 0 when the proof names none), once per account and address
-// in a minute (see internal/limit). A host's machine secret, which costs
-// no hash, gets its attempt back every time (see [Authenticator.LoginHost]).
-func (l *clientLimiter) giveBack(b *clientBucket, now time.Time, account uint64) {
-	l.buckets.GiveBack(b, now, account)
 }
 
 // clientOf names the client of r as [clientAddr] does, and notes, at
