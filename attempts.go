@@ -112,7 +112,7 @@ func (a *Authenticator) entrant(ctx context.Context, t loginTarget) entrant {
 		return entrant{Client: clientaddr.Counted(ctx), Class: classNobody, Weight: houseThreads}
 	}
 	return entrant{
-		Client:   clientOfContext(ctx),
+		Client:   clientaddr.Counted(ctx),
 		Account:  loginAccount(t),
 		Classify: func() int { return a.loginClass(ctx, t) },
 		Weight:   houseThreads,
