@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/gate"
 )
 
@@ -49,20 +50,18 @@ func accountThrottled() error {
 	return &RetryError{Reason: ErrThrottled, RetryAfter: overloadRetryAfter}
 }
 
-// clientGroup is the group a client shares its turns with at a gate.
-func clientGroup(addr netip.Addr) netip.Prefix { return gate.ClientGroup(addr) }
-
 // clientOfContext is the client address of ctx as attempts are counted
-// (see [clientKey]): the address, an IPv6 one as its /64; the invalid
-// address when ctx names none.
-func clientOfContext(ctx context.Context) netip.Addr {
-	addr, ok := clientAddrOf(ctx)
-	if !ok || !addr.IsValid() {
-		return netip.Addr{}
-	}
-	addr = addr.Unmap()
-	if addr.Is6() {
-		addr = netip.PrefixFrom(addr, 64).Masked().Addr()
-	}
-	return addr
+// (see [clientaddr.Counted]).
+func clientOfContext(ctx context.Context) netip.Addr { return clientaddr.Counted(ctx) }
+
+// ClientGroup is the client group of a request, as the login gates share
+// their turns: the IPv4 /24 or IPv6 /56 of the client address that
+// [Authenticator.Limit] or [WithClientAddr] named in ctx; the zero Prefix
+// when ctx names none. An extension that bounds what each client may hold
+// of something scarce (the pending logins of single sign-on, its
+// websockets) shares it by this group, so that a client cannot escape its
+// share by moving to a neighbouring address, nor the extension's grouping
+// drift from the gates'. It needs no registration.
+func (e *Extension) ClientGroup(ctx context.Context) netip.Prefix {
+	return gate.ClientGroup(clientaddr.Counted(ctx))
 }

@@ -77,7 +77,8 @@ func clientEntry(clients *[]state.Client, client string) *state.Client {
 	return attempt.Entry(clients, client)
 }
 
-type clientAddrKey struct{}
+// clientAddrKey is the key of the client address in a context.
+type clientAddrKey = clientaddr.ContextKey
 
 // WithClientAddr returns a copy of ctx naming the client address of a
 // login, which [Authenticator.LoginUser], [Authenticator.LoginHost] and
@@ -86,41 +87,17 @@ type clientAddrKey struct{}
 // application calling the login methods itself should set it too, else
 // all its logins share one address.
 func WithClientAddr(ctx context.Context, addr netip.Addr) context.Context {
-	return &clientCtx{Context: ctx, addr: addr}
-}
-
-// clientCtx is the context [WithClientAddr] makes: in one allocation, for
-// the value under clientAddrKey is a pointer to its own addr.
-type clientCtx struct {
-	context.Context
-	addr netip.Addr
-}
-
-func (c *clientCtx) Value(key any) any {
-	if key == (clientAddrKey{}) {
-		return &c.addr
-	}
-	return c.Context.Value(key)
+	return clientaddr.NewContext(ctx, addr)
 }
 
 // clientAddrOf is the client address ctx names, as [WithClientAddr],
 // [Authenticator.Limit] or the bearer check put it, and whether it names
-// one. The value under clientAddrKey is a *netip.Addr into the context
-// that holds it, which nobody changes once the context is made, or a
-// netip.Addr.
-func clientAddrOf(ctx context.Context) (netip.Addr, bool) {
-	switch v := ctx.Value(clientAddrKey{}).(type) {
-	case *netip.Addr:
-		return *v, true
-	case netip.Addr:
-		return v, true
-	}
-	return netip.Addr{}, false
-}
+// one.
+func clientAddrOf(ctx context.Context) (netip.Addr, bool) { return clientaddr.FromContext(ctx) }
 
 // clientKey is the client address of ctx as attempts are counted (see
 // [clientaddr.Key]); "" when ctx names none.
-func clientKey(ctx context.Context) string { return clientaddr.Key(clientOfContext(ctx)) }
+func clientKey(ctx context.Context) string { return clientaddr.Key(clientaddr.Counted(ctx)) }
 
 // entrant is the login of t from the client of ctx as the hashing gate
 // places it (see admission): its account, and how to learn its class
@@ -132,10 +109,10 @@ func clientKey(ctx context.Context) string { return clientaddr.Key(clientOfConte
 func (a *Authenticator) entrant(ctx context.Context, t loginTarget) entrant {
 	if t.absent {
 		// No account holds the name: it waits with the names no account has.
-		return entrant{Client: clientOfContext(ctx), Class: classNobody, Weight: houseThreads}
+		return entrant{Client: clientaddr.Counted(ctx), Class: classNobody, Weight: houseThreads}
 	}
 	return entrant{
-		Client:   clientOfContext(ctx),
+		Client:   clientaddr.Counted(ctx),
 		Account:  loginAccount(t),
 		Classify: func() int { return a.loginClass(ctx, t) },
 		Weight:   houseThreads,
@@ -153,7 +130,7 @@ func (a *Authenticator) entrant(ctx context.Context, t loginTarget) entrant {
 // hashing queue; a host whose credential is a password hash meets the
 // hashing gate, with its class read, too.
 func (a *Authenticator) hostEntrant(ctx context.Context, t loginTarget, client string) entrant {
-	e := entrant{Client: clientOfContext(ctx), Account: loginAccount(t), Class: classNew}
+	e := entrant{Client: clientaddr.Counted(ctx), Account: loginAccount(t), Class: classNew}
 	if a.knownHost(t.name, client) {
 		e.Class = classKnown
 	}

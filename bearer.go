@@ -3,15 +3,13 @@ package nmauth
 import (
 	"context"
 	"errors"
-	"net/netip"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/maypok86/otter/v2"
 
+	"github.com/nmauth/nmauth/internal/limit"
 	"github.com/nmauth/nmauth/internal/standing"
 )
 
@@ -62,8 +60,10 @@ func (a *Authenticator) checkBearer(ctx context.Context, credential string, p *P
 	// The status cache's hits are the token cache's, corrected here off
 	// the path of a cached token that is checked (see statusCache.stats).
 	reaches := account != nil && now.Before(expires)
-	if hit != reaches {
-		a.status.countCorrection(hit)
+	if hit && !reaches {
+		a.status.lost.Add(1)
+	} else if !hit && reaches {
+		a.status.extra.Add(1)
 	}
 	if !now.Before(expires) {
 		return compactPrincipal{}, false, ErrUnauthenticated
@@ -120,7 +120,7 @@ func (e notIssuedError) Unwrap() error { return e.error }
 // is left to it.
 func (a *Authenticator) limitBearer(ctx *bearerContext, err error) error {
 	_, wrong := err.(notIssuedError)
-	if err != nil && !wrong || ctx.Context.Value(provedKey{}) != nil {
+	if err != nil && !wrong || limit.Counted(ctx.Context) {
 		return err
 	}
 	client, _ := clientAddrOf(ctx)
@@ -129,50 +129,13 @@ func (a *Authenticator) limitBearer(ctx *bearerContext, err error) error {
 	if wrong {
 		wait = a.clients.wrongBearer(client, now)
 	} else {
-		wait = a.clients.throttled(client, now)
+		wait = a.clients.buckets.Throttled(client, now)
 	}
 	if wait <= 0 {
 		return err
 	}
 	a.emit(ctx, Event{Type: EventClientThrottled})
 	return &RetryError{Reason: ErrThrottled, RetryAfter: wait}
-}
-
-// wrongBearer counts a wrong bearer credential of client at now as an
-// attempt and returns how long the client must wait, zero when the
-// attempt was allowed. It moves wrongBearersUntil on to when the client,
-// at the latest, is no longer past its limit: a bucket's tat runs at most
-// a burst ahead, so an interval after an allowed attempt, and an interval
-// after the wait of a refused one.
-func (l *clientLimiter) wrongBearer(client netip.Addr, now time.Time) time.Duration {
-	_, wait := l.take(client, now)
-	if l.buckets == nil {
-		return 0
-	}
-	until := now.UnixNano() + int64(wait+l.buckets.Interval())
-	for {
-		cur := l.wrongBearersUntil.Load()
-		if cur >= until || l.wrongBearersUntil.CompareAndSwap(cur, until) {
-			return wait
-		}
-	}
-}
-
-// wrongBearersSeen reports whether a client may be past its limit by
-// wrong bearer credentials: one atomic load, false but for a while after
-// one.
-func (l *clientLimiter) wrongBearersSeen() bool { return l.wrongBearersUntil.Load() != 0 }
-
-// throttled returns how long client must wait before its next attempt,
-// without counting one, while wrong bearer credentials may have put it
-// past its limit; once that time has passed it notes so and returns zero.
-func (l *clientLimiter) throttled(client netip.Addr, now time.Time) time.Duration {
-	ns := now.UnixNano()
-	if until := l.wrongBearersUntil.Load(); ns >= until {
-		l.wrongBearersUntil.CompareAndSwap(until, 0)
-		return 0
-	}
-	return l.buckets.Wait(client, now)
 }
 
 func (a *Authenticator) parseBearer(token string) (Principal, error) {
@@ -241,18 +204,18 @@ func (a *Authenticator) checkStanding(ctx context.Context, p *Principal, held *c
 	} else {
 		gen, tokenID = p.generation, p.TokenID
 	}
-	if !st.admits(gen, tokenID) {
+	if !st.Admits(gen.present, gen.value, tokenID) {
 		return ErrUnauthenticated
 	}
 	if token == nil {
 		return nil
 	}
 	// A second call of standing, which the token cache's hits leave out.
-	a.status.countCorrection(false)
+	a.status.extra.Add(1)
 	if st, err = a.status.standing(ctx, token, now); err != nil {
 		return err
 	}
-	if !st.active {
+	if !st.Active {
 		return ErrUnauthenticated
 	}
 	a.noteUse(token, now)
@@ -273,22 +236,8 @@ func (a *Authenticator) checkNodeToken(ctx context.Context, p Principal) error {
 }
 
 // accountStatus is what the bearer check needs to know of an account. It
-// is built in loadStatus and read in admits only.
-type accountStatus struct {
-	active     bool
-	generation uint64
-	// loggedOut holds the ids of the user's tokens revoked by a logout
-	// that have not expired yet.
-	loggedOut []string
-}
-
-// admits reports whether an account in this standing accepts a token
-// minted under gen with this id: one minted under the account's current
-// generation and not logged out.
-func (st *accountStatus) admits(gen generationClaim, tokenID string) bool {
-	return st.active && gen.present && gen.value == st.generation &&
-		(len(st.loggedOut) == 0 || !slices.Contains(st.loggedOut, tokenID))
-}
+// is built in loadStatus and read in checkStanding only.
+type accountStatus = standing.Account
 
 // loadStatus returns the function that reads an account's standing from s,
 // or an access token's (active while it is stored) from tokens. A missing
@@ -301,17 +250,17 @@ func loadStatus(s Store, tokens AccessTokenStore) func(context.Context, accountK
 		case KindUser:
 			var u User
 			u, err = s.GetUser(ctx, k.name)
-			st = accountStatus{active: !u.Disabled, generation: u.State.v.Generation, loggedOut: loggedOutIDs(u.State.v.LoggedOut)}
+			st = accountStatus{Active: !u.Disabled, Generation: u.State.v.Generation, LoggedOut: loggedOutIDs(u.State.v.LoggedOut)}
 		case KindAccessToken:
 			if tokens == nil {
 				return st, nil
 			}
 			_, err = tokens.GetAccessToken(ctx, k.name)
-			st.active = err == nil
+			st.Active = err == nil
 		case KindHost:
 			var h Host
 			h, err = s.GetHost(ctx, k.name)
-			st = accountStatus{active: !h.Disabled, generation: h.State.v.Generation}
+			st = accountStatus{Active: !h.Disabled, Generation: h.State.v.Generation}
 		}
 		if errors.Is(err, ErrNotFound) {
 			return accountStatus{}, nil
@@ -347,21 +296,20 @@ type accountRef[V any] struct {
 // request. V is what it keeps of an account.
 //
 // Entries live a random time between half the TTL and the TTL (see
-// internal/standing). Each account's place (an accountRef) is held by an
-// otter cache bounded in entries, which drops one at a time when full, and
+// internal/standing). Each account's place (an accountRef) is held by a
+// cache bounded in entries, which drops one at a time when full, and
 // by the cached tokens of the account, whose own bound holds theirs.
 //
 // A change made through the Authenticator calls forget after the Store has
 // it. A read of the Store that began before that change may finish after
 // the forget; its answer must not be kept. So each account has an epoch,
 // which forget bumps: an entry is trusted only while its account's epoch
-// is still the one read before its load began. Accounts share the epochs
-// of a fixed table by the hash of their name.
+// is still the one read before its load began.
 type statusCache[V any] struct {
-	ttl    time.Duration
-	load   func(context.Context, accountKey) (V, error)
-	c      *otter.Cache[accountKey, *accountRef[V]]
-	epochs *standing.Epochs
+	ttl  time.Duration
+	load func(context.Context, accountKey) (V, error)
+	// c holds the places of the accounts; nil when the cache keeps none.
+	c *standing.Cache[accountKey, accountRef[V]]
 	// misses counts the reads of the Store. The hits are the calls of
 	// standing that read nothing: the token cache's hits, which it counts
 	// already, less those that called no standing (lost), plus the calls
@@ -370,32 +318,19 @@ type statusCache[V any] struct {
 	misses, lost, extra atomic.Uint64
 }
 
-// countCorrection counts a bearer check that a token cache hit does not
-// count as a standing call, or one that it does not count though it is.
-func (c *statusCache[V]) countCorrection(tokenHit bool) {
-	if tokenHit {
-		c.lost.Add(1)
-	} else {
-		c.extra.Add(1)
-	}
-}
-
 // newStatusCache returns a cache that keeps up to size accounts for up to
 // ttl each, loading them with load; a negative ttl or size keeps none.
 func newStatusCache[V any](ttl time.Duration, size int, load func(context.Context, accountKey) (V, error)) *statusCache[V] {
 	c := &statusCache[V]{ttl: ttl, load: load}
-	if ttl <= 0 || size <= 0 {
-		return c
+	if ttl > 0 && size > 0 {
+		c.c = standing.NewCache(size, func(k accountKey) string { return k.name },
+			func(k accountKey, epoch *atomic.Uint64) *accountRef[V] { return &accountRef[V]{key: k, epoch: epoch} })
 	}
-	c.epochs = standing.NewEpochs()
-	c.c = otter.Must(&otter.Options[accountKey, *accountRef[V]]{MaximumSize: size})
 	return c
 }
 
 // epoch returns the epoch counter of the account k.
-func (c *statusCache[V]) epoch(k accountKey) *atomic.Uint64 {
-	return c.epochs.Of(k.name)
-}
+func (c *statusCache[V]) epoch(k accountKey) *atomic.Uint64 { return c.c.Epoch(k) }
 
 // ref returns the place of the account k, nil for none.
 func (c *statusCache[V]) ref(k *accountKey) *accountRef[V] {
@@ -405,11 +340,7 @@ func (c *statusCache[V]) ref(k *accountKey) *accountRef[V] {
 	case c.c == nil:
 		return &accountRef[V]{key: *k}
 	}
-	if r, ok := c.c.GetIfPresent(*k); ok {
-		return r
-	}
-	r, _ := c.c.SetIfAbsent(*k, &accountRef[V]{key: *k, epoch: c.epoch(*k)})
-	return r
+	return c.c.Place(*k)
 }
 
 // peek returns the place of the account k if the cache holds one, else
@@ -418,8 +349,7 @@ func (c *statusCache[V]) peek(k accountKey) *accountRef[V] {
 	if c.c == nil {
 		return nil
 	}
-	r, _ := c.c.GetIfPresent(k)
-	return r
+	return c.c.Peek(k)
 }
 
 // standing returns what r holds of its account's standing, reading the
@@ -446,8 +376,7 @@ func (c *statusCache[V]) standing(ctx context.Context, r *accountRef[V], now tim
 // change made through this Authenticator; a read already under way when it
 // is called is not kept.
 func (c *statusCache[V]) forget(kind PrincipalKind, name string) {
-	if c.c == nil {
-		return
+	if c.c != nil {
+		c.epoch(accountKey{kind: kind, name: name}).Add(1)
 	}
-	c.epoch(accountKey{kind: kind, name: name}).Add(1)
 }

@@ -7,8 +7,8 @@ package nmauth
 import (
 	"context"
 	"net/http"
-	"net/netip"
-	"sync/atomic"
+
+	"github.com/nmauth/nmauth/internal/limit"
 )
 
 // Limit applies the per-client attempt limit of the login routes
@@ -46,9 +46,9 @@ func (a *Authenticator) serveLimited(w http.ResponseWriter, r *http.Request, nex
 	l := new(limitedRequest)
 	ctx := &l.ctx
 	ctx.Context = r.Context()
-	ctx.client = a.clients.clientOf(r, now)
-	b, d := a.clients.take(ctx.client, now)
-	ctx.counted = b != nil
+	ctx.Client = a.clients.clientOf(r, now)
+	b, d := a.clients.take(ctx.Client, now)
+	ctx.Counted = b != nil
 	// WithContext's copy does not outlive this line, so it stays on the
 	// stack: the request and its context are one allocation.
 	l.req = *r.WithContext(ctx)
@@ -58,52 +58,26 @@ func (a *Authenticator) serveLimited(w http.ResponseWriter, r *http.Request, nex
 		return
 	}
 	next.ServeHTTP(w, &l.req)
-	if ctx.counted && ctx.proved.Load() {
-		a.clients.giveBack(b, a.now(), ctx.provedFor.Load())
+	if proved, account := ctx.Proved(); ctx.Counted && proved {
+		a.clients.buckets.GiveBack(b, a.now(), account)
 	}
 }
 
 // limitedRequest is the request [Authenticator.Limit] hands on, with its
 // context, in one allocation.
 type limitedRequest struct {
-	ctx limitedCtx
+	ctx limit.Context
 	req http.Request
-}
-
-// limitedCtx is the context [Authenticator.Limit] gives a request: it
-// names the client, and when Limit counted the request's attempt
-// (counted), proved is set once the request proved a credential (see
-// markProved).
-type limitedCtx struct {
-	context.Context
-	client  netip.Addr
-	counted bool
-	proved  atomic.Bool
-	// provedFor is a hash of the account proved, when the proof named
-	// one (see markProvedAccount).
-	provedFor atomic.Uint64
-}
-
-// provedKey finds a request's limitedCtx.
-type provedKey struct{}
-
-func (c *limitedCtx) Value(key any) any {
-	switch key.(type) {
-	case clientAddrKey:
-		return &c.client
-	case provedKey:
-		if c.counted {
-			return c
-		}
-	}
-	return c.Context.Value(key)
 }
 
 // markProved notes that the request of ctx proved a credential, if
 // [Authenticator.Limit] counted its attempt. Each method that mints a
 // token for a login calls it once the token is minted; nothing else does.
-func markProved(ctx context.Context) {
-	if lc, ok := ctx.Value(provedKey{}).(*limitedCtx); ok {
-		lc.proved.Store(true)
-	}
+func markProved(ctx context.Context) { limit.MarkProved(ctx) }
+
+// markProvedAccount is [markProved] for a login of account: its attempt
+// is given back only once per account and address in a minute (see
+// [limit.Limiter.GiveBack]).
+func markProvedAccount(ctx context.Context, account accountKey) {
+	limit.MarkProvedAccount(ctx, string(account.kind), account.name)
 }

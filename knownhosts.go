@@ -2,7 +2,6 @@ package nmauth
 
 import (
 	"context"
-	"time"
 
 	"github.com/nmauth/nmauth/internal/knownset"
 	"github.com/nmauth/nmauth/internal/state"
@@ -40,33 +39,11 @@ func (a *Authenticator) startKnownScan() {
 // loadKnownHosts fills a.known from the Store's hosts, a batch at a time,
 // until it has read them all or ctx ends.
 func (a *Authenticator) loadKnownHosts(ctx context.Context) {
-	after, wait := "", time.Second
-	for tries := 1; ; tries++ {
-		hosts, err := a.guard.ListHosts(ctx, after, knownHostsBatch)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			if tries == knownHostsTries {
-				a.log.Warn("the host-login gate knows only the hosts that log in from now on: listing the hosts failed", "err", err)
-				return
-			}
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return
-			}
-			wait *= 2
-			continue
-		}
-		tries, wait = 0, time.Second
-		for _, h := range hosts {
-			a.rememberKnown(h.ID, h.State.v.PasswordClients)
-		}
-		if len(hosts) < knownHostsBatch {
-			return
-		}
-		after = hosts[len(hosts)-1].ID
+	err := knownset.Fill(ctx, knownHostsBatch, knownHostsTries, a.guard.ListHosts,
+		func(h Host) string { return h.ID },
+		func(h Host) { a.rememberKnown(h.ID, h.State.v.PasswordClients) })
+	if err != nil {
+		a.log.Warn("the host-login gate knows only the hosts that log in from now on: listing the hosts failed", "err", err)
 	}
 }
 

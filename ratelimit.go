@@ -1,11 +1,8 @@
 package nmauth
 
 import (
-	"context"
-	"hash/maphash"
 	"net/http"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/nmauth/nmauth/internal/clientaddr"
@@ -24,10 +21,6 @@ type clientLimiter struct {
 	// buckets is nil when the limit is off.
 	buckets *limit.Limiter
 	watch   proxyWatch
-	// wrongBearersUntil is when no client can be past its limit any more
-	// by wrong bearer credentials; 0 once that time has passed (see
-	// limitBearer).
-	wrongBearersUntil atomic.Int64
 }
 
 // clientBucket is one address's bucket; its Seen counts the address's
@@ -47,8 +40,8 @@ func newClientLimiter(cfg Config) *clientLimiter {
 
 // take counts an attempt of the client addr at now. It returns how long
 // the client must wait before the attempt would be allowed, zero when it
-// is allowed, and then the bucket it was counted in, for giveBack; nil
-// when the limit is off.
+// is allowed, and then the bucket it was counted in, for
+// [limit.Limiter.GiveBack]; nil when the limit is off.
 func (l *clientLimiter) take(addr netip.Addr, now time.Time) (*clientBucket, time.Duration) {
 	if l.buckets == nil {
 		return nil, 0
@@ -61,42 +54,30 @@ func (l *clientLimiter) take(addr netip.Addr, now time.Time) (*clientBucket, tim
 	return b, 0
 }
 
-// giveBack returns the attempt that take counted in b at an earlier time,
-// after it proved a right credential of account (a hash of its
-// accountKey; 0 when the proof names none), once per account and address
-// in a minute (see internal/limit). A host's machine secret, which costs
-// no hash, gets its attempt back every time (see [Authenticator.LoginHost]).
-func (l *clientLimiter) giveBack(b *clientBucket, now time.Time, account uint64) {
-	l.buckets.GiveBack(b, now, account)
-}
-
-// provedAccountSeed keys the hashes of accounts for giveBack.
-var provedAccountSeed = maphash.MakeSeed()
-
-// markProvedAccount is [markProved] for a login of account: its
-// attempt is given back only once per account and address in
-// a minute (see giveBack).
-func markProvedAccount(ctx context.Context, account accountKey) {
-	if lc, ok := ctx.Value(provedKey{}).(*limitedCtx); ok {
-		var h maphash.Hash
-		h.SetSeed(provedAccountSeed)
-		h.WriteString(string(account.kind))
-		h.WriteByte(0)
-		h.WriteString(account.name)
-		lc.provedFor.Store(h.Sum64() | 1)
-		lc.proved.Store(true)
-	}
-}
-
 // clientOf names the client of r as [clientAddr] does, and notes, at
 // now, a forwarding header from a peer that is not a trusted proxy.
 func (l *clientLimiter) clientOf(r *http.Request, now time.Time) netip.Addr {
-	peer := peerAddr(r)
+	peer := clientaddr.Peer(r.RemoteAddr)
 	if !clientaddr.Trusted(l.trusted, peer) {
 		l.watch.forwarded(r, peer, now)
 	}
 	return clientaddr.Forwarded(r, peer, l.trusted)
 }
+
+// wrongBearer counts a wrong bearer credential of client at now as an
+// attempt and returns how long the client must wait, zero when the
+// attempt was allowed (see [limit.Limiter.NoteWrong]).
+func (l *clientLimiter) wrongBearer(client netip.Addr, now time.Time) time.Duration {
+	_, wait := l.take(client, now)
+	if l.buckets != nil {
+		l.buckets.NoteWrong(now, wait)
+	}
+	return wait
+}
+
+// wrongBearersSeen reports whether a client may be past its limit by
+// wrong bearer credentials (see [limit.Limiter.WrongSeen]).
+func (l *clientLimiter) wrongBearersSeen() bool { return l.buckets.WrongSeen() }
 
 // stats is what the limit and its watch counted.
 func (l *clientLimiter) stats() clientStats {
@@ -111,12 +92,10 @@ func (l *clientLimiter) stats() clientStats {
 // trusted proxy, the nearest untrusted address in X-Forwarded-For. IPv6
 // clients are grouped by /64, the block a single host usually holds.
 func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
-	return clientaddr.Forwarded(r, peerAddr(r), trusted)
+	return clientaddr.Forwarded(r, clientaddr.Peer(r.RemoteAddr), trusted)
 }
 
-// peerAddr is the address of the connection's peer; the unspecified IPv6
-// address when r has none, as a request served without a connection.
-func peerAddr(r *http.Request) netip.Addr { return remotePeer(r.RemoteAddr) }
-
-// remotePeer is peerAddr of a request whose RemoteAddr is remote.
+// remotePeer is the address of the connection's peer of a request whose
+// RemoteAddr is remote; the unspecified IPv6 address when there is none,
+// as for a request served without a connection.
 func remotePeer(remote string) netip.Addr { return clientaddr.Peer(remote) }

@@ -8,6 +8,7 @@
 // newest, and a number of accounts fixed at New. Each account costs about
 // 40 bytes (an 8-byte key and four 4-byte client hashes in a Go map;
 // TestBytesPerAccount measures it), so a million hosts take about 40 MB.
+// Fill reads a listing of accounts, as a set is filled from a store.
 package knownset
 
 import (

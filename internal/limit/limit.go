@@ -1,8 +1,10 @@
 // Package limit bounds how fast each client address may make attempts: a
 // bucket of the generic cell rate algorithm per address, in a cache
-// bounded in addresses, with a right credential's attempt given back. It
-// knows nothing of requests or accounts beyond what its caller tells of
-// each attempt: the address, the time, and a hash of the account proved.
+// bounded in addresses, with a right credential's attempt given back, and
+// the context of a limited request, which notes whether it proved a
+// credential and of which account. It knows nothing of accounts beyond
+// what its caller tells of each attempt: the address, the time, and the
+// account proved.
 package limit
 
 import (
@@ -39,6 +41,9 @@ type Limiter struct {
 	interval, span int64
 	buckets        *otter.Cache[netip.Addr, *Bucket]
 	clock          *attemptClock
+	// wrongUntil is when no address can be past its limit any more by
+	// wrong credentials; 0 once that time has passed (see NoteWrong).
+	wrongUntil atomic.Int64
 }
 
 // MaxClients bounds a limiter's memory. With the defaults of nmauth

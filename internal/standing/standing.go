@@ -2,10 +2,11 @@
 // account's standing, and until when it may trust it: one slot per
 // account, read without a lock, whose entry lives a random time between
 // half a TTL and the TTL, so that accounts first read together are not
-// all read again together; and a fixed table of epochs, which a change
-// to an account bumps so that a read that began before the change keeps
-// nothing. It knows nothing of accounts or the Store; its caller keeps a
-// slot for each account it reads and loads what goes in it.
+// all read again together; a fixed table of epochs, which a change to an
+// account bumps so that a read that began before the change keeps
+// nothing; and a cache bounded in entries that holds each account's
+// place. It knows nothing of the Store; its caller makes each account's
+// place and loads what goes in its slot.
 package standing
 
 import (
