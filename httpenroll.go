@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/nmauth/nmauth/internal/enroll"
+	"github.com/nmauth/nmauth/internal/jsonanswer"
+	"github.com/nmauth/nmauth/internal/jsonbody"
 	"github.com/nmauth/nmauth/internal/routemux"
 )
 
@@ -21,21 +23,17 @@ type createdKey struct {
 // limit; the others need an administrator (see mayAdminister).
 func (a *Authenticator) enrollmentRoutes() []routemux.Route {
 	admin := func(h http.HandlerFunc) http.Handler { return a.Middleware(a.adminOnly(h)) }
+	keys, join := "/api/enrollment-keys", routemux.Post("/api/hosts/join", a.Limit(http.HandlerFunc(a.serveJoin)))
 	if a.cfg.Wire == WireNetmaker {
-		return []routemux.Route{
-			routemux.Post("/api/v1/host/register/{token...}", a.Limit(http.HandlerFunc(a.serveRegister))),
-			routemux.Post("/api/v1/enrollment-keys", admin(a.serveCreateKey)),
-			routemux.Get("/api/v1/enrollment-keys", admin(a.serveListKeys)),
-			routemux.Delete("/api/v1/enrollment-keys/{id}", admin(a.serveDeleteKey)),
-			routemux.Post("/api/v1/enrollment-keys/{id}/revoke", admin(a.serveRevokeKey)),
-		}
+		keys = "/api/v1/enrollment-keys"
+		join = routemux.Post("/api/v1/host/register/{token...}", a.Limit(http.HandlerFunc(a.serveRegister)))
 	}
 	return []routemux.Route{
-		routemux.Post("/api/hosts/join", a.Limit(http.HandlerFunc(a.serveJoin))),
-		routemux.Post("/api/enrollment-keys", admin(a.serveCreateKey)),
-		routemux.Get("/api/enrollment-keys", admin(a.serveListKeys)),
-		routemux.Delete("/api/enrollment-keys/{id}", admin(a.serveDeleteKey)),
-		routemux.Post("/api/enrollment-keys/{id}/revoke", admin(a.serveRevokeKey)),
+		join,
+		routemux.Post(keys, admin(a.serveCreateKey)),
+		routemux.Get(keys, admin(a.serveListKeys)),
+		routemux.Delete(keys+"/{id}", admin(a.serveDeleteKey)),
+		routemux.Post(keys+"/{id}/revoke", admin(a.serveRevokeKey)),
 	}
 }
 
@@ -81,7 +79,7 @@ func (a *Authenticator) serveCreateKey(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.Wire == WireNetmaker {
 		out := netmakerKeyOf(made)
 		out.Token = enroll.NetmakerToken(r.Host, secret)
-		writeJSON(w, http.StatusOK, out)
+		jsonanswer.Write(w, http.StatusOK, out)
 		return
 	}
 	a.WriteResponse(w, r, http.StatusOK, "enrollment key created", createdKey{made, secret})
@@ -118,25 +116,8 @@ func enrollError(err error) error {
 
 // netmakerKeyOf is k as Netmaker's server lists it.
 func netmakerKeyOf(k EnrollmentKey) enroll.NetmakerKey {
-	out := enroll.NetmakerKey{
-		Expiration: k.ExpiresAt, Value: k.ID, Networks: k.Networks, Unlimited: k.Unlimited,
-		Tags: k.Tags, Relay: enroll.NetmakerNilUUID, Revoked: !k.RevokedAt.IsZero(),
-	}
-	switch {
-	case !k.Unlimited:
-		out.Type, out.UsesRemaining = enroll.NetmakerKeyUses, max(0, k.Uses-k.Used)
-	case !k.ExpiresAt.IsZero():
-		out.Type = enroll.NetmakerKeyTime
-	default:
-		out.Type = enroll.NetmakerKeyUnlimited
-	}
-	if out.Networks == nil {
-		out.Networks = []string{}
-	}
-	if out.Tags == nil {
-		out.Tags = []string{k.Name}
-	}
-	return out
+	return enroll.NetmakerKeyOf(enroll.KeyBody{Name: k.Name, Tags: k.Tags, Networks: k.Networks,
+		Uses: k.Uses, Unlimited: k.Unlimited, ExpiresAt: k.ExpiresAt}, k.ID, k.Used, !k.RevokedAt.IsZero())
 }
 
 func (a *Authenticator) serveListKeys(w http.ResponseWriter, r *http.Request) {
@@ -150,7 +131,7 @@ func (a *Authenticator) serveListKeys(w http.ResponseWriter, r *http.Request) {
 		for i, k := range ks {
 			out[i] = netmakerKeyOf(k)
 		}
-		writeJSON(w, http.StatusOK, out)
+		jsonanswer.Write(w, http.StatusOK, out)
 		return
 	}
 	a.WriteResponse(w, r, http.StatusOK, "enrollment keys", ks)
@@ -170,11 +151,7 @@ func (a *Authenticator) serveDeleteKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Authenticator) serveRevokeKey(w http.ResponseWriter, r *http.Request) {
-	if err := a.Admin().RevokeEnrollmentKey(r.Context(), r.PathValue("id")); err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	a.WriteResponse(w, r, http.StatusOK, "enrollment key revoked", nil)
+	a.respond(w, r, a.Admin().RevokeEnrollmentKey(r.Context(), r.PathValue("id")), "enrollment key revoked", nil)
 }
 
 // serveRegister serves Netmaker's register route: the token in the path,
@@ -185,7 +162,7 @@ func (a *Authenticator) serveRegister(w http.ResponseWriter, r *http.Request) {
 		a.WriteError(w, r, enrollError(err))
 		return
 	}
-	body, err := readJSONBody(w, r)
+	body, err := jsonbody.Read(w, r, maxBodyBytes)
 	var h enroll.Join
 	if err == nil {
 		h, err = enroll.ParseJoin(body, "hostpass", true)
@@ -203,13 +180,13 @@ func (a *Authenticator) serveRegister(w http.ResponseWriter, r *http.Request) {
 		a.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, enroll.NetmakerJoined{ServerConfig: cfg.serverConfig, RequestedHost: h.Public})
+	jsonanswer.Write(w, http.StatusOK, enroll.NetmakerJoined{ServerConfig: cfg.serverConfig, RequestedHost: h.Public})
 }
 
 // serveJoin serves the spec profile's join: the key and the host in the
 // body.
 func (a *Authenticator) serveJoin(w http.ResponseWriter, r *http.Request) {
-	body, err := readJSONBody(w, r)
+	body, err := jsonbody.Read(w, r, maxBodyBytes)
 	var h enroll.Join
 	if err == nil {
 		h, err = enroll.ParseJoin(body, "password", false)

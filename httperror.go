@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/jsonanswer"
 	"github.com/nmauth/nmauth/internal/jsonbody"
 	"github.com/nmauth/nmauth/internal/retryafter"
 )
@@ -118,5 +119,5 @@ func (a *Authenticator) WriteError(w http.ResponseWriter, r *http.Request, err e
 		a.log.LogAttrs(r.Context(), level, "request failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("err", err.Error()))
 	}
-	writeJSON(w, status, body)
+	jsonanswer.Write(w, status, body)
 }

@@ -92,6 +92,32 @@ type NetmakerKey struct {
 	Revoked       bool      `json:"revoked,omitempty"`
 }
 
+// NetmakerKeyOf is the key k, whose id is id, with used joins made with it
+// and revoked if it is, as Netmaker's server lists it: a key of counted
+// uses, else of a time, else unlimited, with no nil list, and named by
+// its tags, or by its name when it has none.
+func NetmakerKeyOf(k KeyBody, id string, used int, revoked bool) NetmakerKey {
+	out := NetmakerKey{
+		Expiration: k.ExpiresAt, Value: id, Networks: k.Networks, Unlimited: k.Unlimited,
+		Tags: k.Tags, Relay: NetmakerNilUUID, Revoked: revoked,
+	}
+	switch {
+	case !k.Unlimited:
+		out.Type, out.UsesRemaining = NetmakerKeyUses, max(0, k.Uses-used)
+	case !k.ExpiresAt.IsZero():
+		out.Type = NetmakerKeyTime
+	default:
+		out.Type = NetmakerKeyUnlimited
+	}
+	if out.Networks == nil {
+		out.Networks = []string{}
+	}
+	if out.Tags == nil {
+		out.Tags = []string{k.Name}
+	}
+	return out
+}
+
 // SpecJoined is the spec profile's answer of a join.
 type SpecJoined struct {
 	ID           string   `json:"id"`

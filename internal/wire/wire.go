@@ -1,9 +1,11 @@
-// Package wire holds the shapes of the answers nmauth's handler writes in
-// its two wire profiles: the spec's envelope {code, message, response} and
-// that of Netmaker's server {Code, Message, Response}, the payloads of
-// Netmaker's logins and of its access-token listing, and the bytes of a
-// host login's answer written by hand. It knows nothing of the
-// Authenticator or its routes: its caller says which profile is active.
+// Package wire holds the shapes of what nmauth's handler reads and writes
+// in its two wire profiles: the bodies of the login, TOTP and access-token
+// routes, the spec's envelope {code, message, response} and that of
+// Netmaker's server {Code, Message, Response}, the messages of successful
+// answers, the payloads of Netmaker's logins and of its access-token
+// listing, and the bytes of a host login's answer written by hand. It
+// knows nothing of the Authenticator: its caller says which profile is
+// active and which route an answer is for.
 package wire
 
 import "time"
