@@ -86,17 +86,12 @@ func (a *Authenticator) serveCreateKey(w http.ResponseWriter, r *http.Request) {
 }
 
 // keyRequest decodes a creation's body in the profile's fields (see
-// [enroll.NetmakerKeyBody.Key]).
+// [enroll.ParseKey]).
 func (a *Authenticator) keyRequest(w http.ResponseWriter, r *http.Request) (EnrollmentKey, error) {
+	body, err := jsonbody.Read(w, r, maxBodyBytes)
 	var k enroll.KeyBody
-	var err error
-	if a.cfg.Wire != WireNetmaker {
-		err = decodeJSON(w, r, &k)
-	} else {
-		var body enroll.NetmakerKeyBody
-		if err = decodeJSON(w, r, &body); err == nil {
-			k, err = body.Key()
-		}
+	if err == nil {
+		k, err = enroll.ParseKey(body, a.cfg.Wire == WireNetmaker)
 	}
 	if err != nil {
 		return EnrollmentKey{}, enrollError(err)

@@ -43,10 +43,7 @@ func (a *Authenticator) serveCreateAccessToken(w http.ResponseWriter, r *http.Re
 		return
 	}
 	p, _ := FromContext(r.Context())
-	t, token, err := a.CreateAccessToken(r.Context(), p, AccessTokenRequest{
-		Name: body.Name, UserName: body.UserName, ExpiresAt: body.ExpiresAt,
-		ReadOnly: body.ReadOnly, Networks: body.Networks,
-	})
+	t, token, err := a.CreateAccessToken(r.Context(), p, AccessTokenRequest(body))
 	if err != nil {
 		a.WriteError(w, r, err)
 		return

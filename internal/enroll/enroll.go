@@ -72,6 +72,22 @@ func (b NetmakerKeyBody) Key() (KeyBody, error) {
 	return k, nil
 }
 
+// ParseKey reads a key's creation from body in the fields of the spec
+// profile, or of Netmaker's when netmaker is set (see
+// [NetmakerKeyBody.Key]).
+func ParseKey(body []byte, netmaker bool) (KeyBody, error) {
+	if !netmaker {
+		var k KeyBody
+		err := jsonbody.Decode(body, &k)
+		return k, err
+	}
+	var b NetmakerKeyBody
+	if err := jsonbody.Decode(body, &b); err != nil {
+		return KeyBody{}, err
+	}
+	return b.Key()
+}
+
 // NetmakerKey is a key as Netmaker's server writes it. Value is the key's
 // id, which DELETE takes; Token, only in the answer of a creation, is what
 // netclient join -t takes. Revoked is nmauth's own.

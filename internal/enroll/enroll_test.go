@@ -55,3 +55,25 @@ func TestNetmakerKeyOf(t *testing.T) {
 		t.Errorf("unlimited key = %+v", k)
 	}
 }
+
+// TestParseKey: each profile's body is read in its own fields; the other
+// profile's fields are not read.
+func TestParseKey(t *testing.T) {
+	k, err := ParseKey([]byte(`{"name":"k","networks":["n"],"uses":2}`), false)
+	if err != nil || k.Name != "k" || k.Uses != 2 || len(k.Networks) != 1 {
+		t.Errorf("spec body = %+v, %v", k, err)
+	}
+	k, err = ParseKey([]byte(`{"tags":["k"],"uses_remaining":2}`), true)
+	if err != nil || k.Name != "k" || k.Uses != 2 {
+		t.Errorf("Netmaker body = %+v, %v", k, err)
+	}
+	if k, err := ParseKey([]byte(`{"name":"k","tags":["t"],"uses_remaining":2}`), false); err != nil || k.Uses != 0 || k.Tags[0] != "t" {
+		t.Errorf("the spec profile read Netmaker's uses: %+v, %v", k, err)
+	}
+	if _, err := ParseKey([]byte(`{"Name":"k"}`), false); err == nil {
+		t.Error("the spec profile took a field in another case")
+	}
+	if _, err := ParseKey([]byte(`{"uses_remaining":2}`), true); !errors.As(err, new(RequestError)) {
+		t.Errorf("a Netmaker key without tags: %v", err)
+	}
+}
