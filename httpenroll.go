@@ -19,17 +19,16 @@ type createdKey struct {
 }
 
 // enrollmentRoutes are the routes of enrollment keys and of joins, in the
-// profile's paths: the register route is open, behind the per-client
+// profile's paths: the join route is open, behind the per-client
 // limit; the others need an administrator (see mayAdminister).
 func (a *Authenticator) enrollmentRoutes() []routemux.Route {
 	admin := func(h http.HandlerFunc) http.Handler { return a.Middleware(a.adminOnly(h)) }
-	keys, join := "/api/enrollment-keys", routemux.Post("/api/hosts/join", a.Limit(http.HandlerFunc(a.serveJoin)))
+	join, keys := "/api/hosts/join", "/api/enrollment-keys"
 	if a.cfg.Wire == WireNetmaker {
-		keys = "/api/v1/enrollment-keys"
-		join = routemux.Post("/api/v1/host/register/{token...}", a.Limit(http.HandlerFunc(a.serveRegister)))
+		join, keys = "/api/v1/host/register/{token...}", "/api/v1/enrollment-keys"
 	}
 	return []routemux.Route{
-		join,
+		routemux.Post(join, a.Limit(http.HandlerFunc(a.serveJoin))),
 		routemux.Post(keys, admin(a.serveCreateKey)),
 		routemux.Get(keys, admin(a.serveListKeys)),
 		routemux.Delete(keys+"/{id}", admin(a.serveDeleteKey)),
@@ -149,18 +148,26 @@ func (a *Authenticator) serveRevokeKey(w http.ResponseWriter, r *http.Request) {
 	a.respond(w, r, a.Admin().RevokeEnrollmentKey(r.Context(), r.PathValue("id")), "enrollment key revoked", nil)
 }
 
-// serveRegister serves Netmaker's register route: the token in the path,
-// netclient's host in the body.
-func (a *Authenticator) serveRegister(w http.ResponseWriter, r *http.Request) {
-	key, err := enroll.NetmakerTokenKey(r.PathValue("token"))
-	if err != nil {
-		a.WriteError(w, r, enrollError(err))
-		return
+// serveJoin serves a join: Netmaker's register route, with the token in
+// the path and netclient's host in the body, or the spec profile's, with
+// the key and the host in the body.
+func (a *Authenticator) serveJoin(w http.ResponseWriter, r *http.Request) {
+	netmaker := a.cfg.Wire == WireNetmaker
+	var key string
+	var err error
+	if netmaker {
+		key, err = enroll.NetmakerTokenKey(r.PathValue("token"))
 	}
-	body, err := jsonbody.Read(w, r, maxBodyBytes)
-	var h enroll.Join
+	var body []byte
 	if err == nil {
+		body, err = jsonbody.Read(w, r, maxBodyBytes)
+	}
+	var h enroll.Join
+	if err == nil && netmaker {
 		h, err = enroll.ParseJoin(body, "hostpass", true)
+		h.Key = key
+	} else if err == nil {
+		h, err = enroll.ParseJoin(body, "password", false)
 	}
 	if err == nil {
 		h.ID, err = a.wireHostID(h.ID)
@@ -169,34 +176,16 @@ func (a *Authenticator) serveRegister(w http.ResponseWriter, r *http.Request) {
 		a.WriteError(w, r, enrollError(err))
 		return
 	}
-	h.Key = key
-	cfg, err := a.join(r.Context(), h)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	jsonanswer.Write(w, http.StatusOK, enroll.NetmakerJoined{ServerConfig: cfg.serverConfig, RequestedHost: h.Public})
-}
-
-// serveJoin serves the spec profile's join: the key and the host in the
-// body.
-func (a *Authenticator) serveJoin(w http.ResponseWriter, r *http.Request) {
-	body, err := jsonbody.Read(w, r, maxBodyBytes)
-	var h enroll.Join
-	if err == nil {
-		h, err = enroll.ParseJoin(body, "password", false)
-	}
-	if err != nil {
-		a.WriteError(w, r, enrollError(err))
-		return
-	}
 	out, err := a.join(r.Context(), h)
-	if err != nil {
+	switch {
+	case err != nil:
 		a.WriteError(w, r, err)
-		return
+	case netmaker:
+		jsonanswer.Write(w, http.StatusOK, enroll.NetmakerJoined{ServerConfig: out.serverConfig, RequestedHost: h.Public})
+	default:
+		a.WriteResponse(w, r, http.StatusOK, "host joined",
+			enroll.SpecJoined{ID: out.id, Networks: out.key.Networks, ServerConfig: out.serverConfig})
 	}
-	a.WriteResponse(w, r, http.StatusOK, "host joined",
-		enroll.SpecJoined{ID: out.id, Networks: out.key.Networks, ServerConfig: out.serverConfig})
 }
 
 // joined is what a join made.
