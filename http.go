@@ -1,7 +1,8 @@
-// This file owns the handler: [Authenticator.Handler] and its routes, the
-// bodies of the login and TOTP routes, and the functions that serve them.
-// A route decodes its request (httpjson.go), calls one Authenticator method
-// and writes the answer (wire.go) or the error (httperror.go).
+// This file owns the handler: [Authenticator.Handler] and its routes, and
+// the functions that serve the login and TOTP routes. A route decodes its
+// request (httpjson.go, into a body of internal/wire), calls one
+// Authenticator method and writes the answer (wire.go) or the error
+// (httperror.go).
 
 package nmauth
 

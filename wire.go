@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/nmauth/nmauth/internal/jsonanswer"
 	"github.com/nmauth/nmauth/internal/wire"
@@ -130,13 +129,10 @@ func (a *Authenticator) wireError(err error) (int, any) {
 // node ids are UUIDs, matched in any case: the canonical lower-case form is
 // what the Store is asked for, and anything else is [ErrInvalidHost].
 func (a *Authenticator) wireHostID(id string) (string, error) {
-	if a.cfg.Wire != WireNetmaker {
+	if id, ok := wire.HostID(a.cfg.Wire == WireNetmaker, id); ok {
 		return id, nil
 	}
-	if !isUUID(id) {
-		return "", ErrInvalidHost
-	}
-	return strings.ToLower(id), nil
+	return "", ErrInvalidHost
 }
 
 // nodeLoginPaths are the node login routes: the spec's, and in the

@@ -8,7 +8,12 @@
 // active and which route an answer is for.
 package wire
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/nmauth/nmauth/internal/names"
+)
 
 // SpecEnvelope is the spec's generic result: code, message and a payload.
 type SpecEnvelope struct {
@@ -32,6 +37,20 @@ func Envelope(netmaker bool, status int, message string, payload any) any {
 		return NetmakerEnvelope{Code: status, Message: message, Response: payload}
 	}
 	return SpecEnvelope{Code: status, Message: message, Response: payload}
+}
+
+// HostID is the host id of a login body as the profile takes it: as it
+// is in the spec profile; in Netmaker's, whose host and node ids are
+// UUIDs matched in any case, in the canonical lower-case form, and false
+// for anything but a UUID.
+func HostID(netmaker bool, id string) (string, bool) {
+	if !netmaker {
+		return id, true
+	}
+	if !names.IsUUID(id) {
+		return "", false
+	}
+	return strings.ToLower(id), true
 }
 
 // NetmakerLogin is the answer of a Netmaker host or node login.
