@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/nmauth/nmauth/internal/wire"
 )
 
 // Extension is the capability of an optional package (single sign-on,
@@ -155,7 +157,7 @@ func (e *Extension) WriteUserLogin(w http.ResponseWriter, login UserLogin) {
 		http.Error(w, "", http.StatusInternalServerError)
 		return
 	}
-	a.writeAnswer(w, answerUserLogin, login)
+	a.writeAnswer(w, wire.AnswerUserLogin, login)
 }
 
 // DecodeJSON reads the body of r into v, a pointer to a struct or a

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/wire"
 )
 
 // TestFloodFromManyGroupsLetsNewDeviceIn floods the user logins of a
@@ -59,7 +61,7 @@ func TestFloodFromManyGroupsLetsNewDeviceIn(t *testing.T) {
 			client := srv.Client()
 			client.Transport.(*http.Transport).MaxIdleConnsPerHost = tc.groups + 4
 			login := func(from, name, password string) int {
-				b, _ := json.Marshal(userAuthRequest{Username: name, Password: password})
+				b, _ := json.Marshal(wire.UserLoginBody{Username: name, Password: password})
 				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/users/adm/authenticate", bytes.NewReader(b))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("X-Forwarded-For", from)

@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/nmauth/nmauth/internal/wire"
 )
 
 func FuzzBearerToken(f *testing.F) {
@@ -28,7 +30,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	}
 	f.Add(`{}`, "text/plain")
 	f.Fuzz(func(t *testing.T, body, ct string) {
-		for _, v := range []any{&userAuthRequest{}, &hostAuthRequest{}, &totpRequest{}} {
+		for _, v := range []any{&wire.UserLoginBody{}, &wire.HostLoginBody{}, &wire.TOTPBody{}} {
 			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 			req.Header.Set("Content-Type", ct)
 			err := decodeJSON(httptest.NewRecorder(), req, v)

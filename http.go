@@ -1,7 +1,8 @@
-// This file owns the handler: [Authenticator.Handler] and its routes, the
-// bodies of the login and TOTP routes, and the functions that serve them.
-// A route decodes its request (httpjson.go), calls one Authenticator method
-// and writes the answer (wire.go) or the error (httperror.go).
+// This file owns the handler: [Authenticator.Handler] and its routes, and
+// the functions that serve the login and TOTP routes. A route decodes its
+// request (httpjson.go, into a body of internal/wire), calls one
+// Authenticator method and writes the answer (wire.go) or the error
+// (httperror.go).
 
 package nmauth
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nmauth/nmauth/internal/jsonbody"
 	"github.com/nmauth/nmauth/internal/routemux"
+	"github.com/nmauth/nmauth/internal/wire"
 )
 
 // Errors of a request no route takes, mapped to 405 and 404.
@@ -18,30 +20,6 @@ var (
 	errMethod  = errors.New("nmauth: method not allowed")
 	errNoRoute = errors.New("nmauth: no such route")
 )
-
-// hostAuthRequest is the body of host login.
-type hostAuthRequest struct {
-	ID         string `json:"id"`
-	MACAddress string `json:"macaddress"`
-	Password   string `json:"password"`
-}
-
-// userAuthRequest is the body of user login.
-type userAuthRequest struct {
-	Username string `json:"username"`
-	Password string `json:"password"`
-}
-
-// totpRequest is the body of complete-totp and verify-totp.
-type totpRequest struct {
-	URL       string `json:"otp_auth_url"`
-	Signature string `json:"otp_auth_url_signature"`
-	TOTP      string `json:"totp"`
-	// CurrentTOTP is, at complete-totp for a user who already has TOTP
-	// on, a code of the current secret or a recovery code (see
-	// [Authenticator.CompleteTOTP]).
-	CurrentTOTP string `json:"current_totp,omitempty"`
-}
 
 // Handler returns an http.Handler serving the five routes of the spec and
 // node login:
@@ -76,14 +54,14 @@ type totpRequest struct {
 func (a *Authenticator) Handler() http.Handler {
 	a.startKnownScan()
 	routes := []routemux.Route{
-		routemux.Post("/api/hosts/adm/authenticate", a.Limit(a.serveHostLogin(answerHostLogin))),
+		routemux.Post("/api/hosts/adm/authenticate", a.Limit(a.serveHostLogin(wire.AnswerHostLogin))),
 		routemux.Post("/api/users/adm/authenticate", a.Limit(http.HandlerFunc(a.serveUserLogin))),
 		routemux.Post("/api/users/{username}/auth/init-totp", a.Middleware(http.HandlerFunc(a.serveInitTOTP))),
 		routemux.Post("/api/users/{username}/auth/complete-totp", a.Middleware(http.HandlerFunc(a.serveCompleteTOTP))),
 		routemux.Post("/api/users/{username}/auth/verify-totp", a.Limit(http.HandlerFunc(a.serveVerifyTOTP))),
 	}
 	for _, path := range a.nodeLoginPaths() {
-		routes = append(routes, routemux.Post(path, a.Limit(a.serveHostLogin(answerNodeLogin))))
+		routes = append(routes, routemux.Post(path, a.Limit(a.serveHostLogin(wire.AnswerNodeLogin))))
 	}
 	if a.access != nil {
 		routes = append(routes, a.accessTokenRoutes()...)
@@ -99,13 +77,13 @@ func (a *Authenticator) Handler() http.Handler {
 		func(w http.ResponseWriter, r *http.Request) { a.WriteError(w, r, errNoRoute) })
 }
 
-// serveHostLogin serves host login, or with answerNodeLogin node login for
-// the network in the path: one body, one path, another token.
-func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
+// serveHostLogin serves host login, or with wire.AnswerNodeLogin node
+// login for the network in the path: one body, one path, another token.
+func (a *Authenticator) serveHostLogin(kind wire.Answer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req hostAuthRequest
-		body, err := readJSONBody(w, r)
-		if err == nil && !req.parseFlat(body) {
+		var req wire.HostLoginBody
+		body, err := jsonbody.Read(w, r, maxBodyBytes)
+		if err == nil && !req.ParseFlat(body) {
 			err = jsonbody.Decode(body, &req)
 		}
 		if err == nil {
@@ -117,21 +95,17 @@ func (a *Authenticator) serveHostLogin(kind answerKind) http.Handler {
 		}
 		id, err := a.wireHostID(req.ID)
 		var out any
-		if err == nil && kind == answerNodeLogin {
+		if err == nil && kind == wire.AnswerNodeLogin {
 			out, err = a.LoginNode(r.Context(), r.PathValue("network"), id, req.MACAddress, req.Password)
 		} else if err == nil {
 			out, err = a.LoginHost(r.Context(), id, req.MACAddress, req.Password)
 		}
-		if err != nil {
-			a.WriteError(w, r, err)
-			return
-		}
-		a.writeAnswer(w, kind, out)
+		reply(a, w, r, kind, out, err)
 	})
 }
 
 func (a *Authenticator) serveUserLogin(w http.ResponseWriter, r *http.Request) {
-	var req userAuthRequest
+	var req wire.UserLoginBody
 	err := decodeJSON(w, r, &req)
 	if err == nil {
 		err = jsonbody.Require("username", req.Username, "password", req.Password)
@@ -141,53 +115,56 @@ func (a *Authenticator) serveUserLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := a.LoginUser(r.Context(), req.Username, req.Password)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	a.writeAnswer(w, answerUserLogin, out)
+	reply(a, w, r, wire.AnswerUserLogin, out, err)
 }
 
 func (a *Authenticator) serveInitTOTP(w http.ResponseWriter, r *http.Request) {
 	p, _ := FromContext(r.Context())
 	out, err := a.InitTOTP(r.Context(), p, r.PathValue("username"))
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	a.writeAnswer(w, answerInitTOTP, out)
+	reply(a, w, r, wire.AnswerInitTOTP, out, err)
 }
 
 func (a *Authenticator) serveCompleteTOTP(w http.ResponseWriter, r *http.Request) {
-	var req totpRequest
+	var req wire.TOTPBody
 	if err := decodeJSON(w, r, &req); err != nil {
 		a.WriteError(w, r, err)
 		return
 	}
 	p, _ := FromContext(r.Context())
 	out, err := a.CompleteTOTP(r.Context(), p, r.PathValue("username"), req.URL, req.Signature, req.TOTP, req.CurrentTOTP)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	a.writeAnswer(w, answerCompleteTOTP, out)
+	reply(a, w, r, wire.AnswerCompleteTOTP, out, err)
 }
 
 func (a *Authenticator) serveVerifyTOTP(w http.ResponseWriter, r *http.Request) {
 	token, err := BearerToken(r.Header)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
+	var req wire.TOTPBody
+	if err == nil {
+		err = decodeJSON(w, r, &req)
 	}
-	var req totpRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err != nil {
 		a.WriteError(w, r, err)
 		return
 	}
 	out, err := a.VerifyTOTP(r.Context(), token, r.PathValue("username"), req.TOTP)
+	reply(a, w, r, wire.AnswerVerifyTOTP, out, err)
+}
+
+// reply writes out as the successful answer of kind, or err when it is not
+// nil.
+func reply[T any](a *Authenticator, w http.ResponseWriter, r *http.Request, kind wire.Answer, out T, err error) {
 	if err != nil {
 		a.WriteError(w, r, err)
 		return
 	}
-	a.writeAnswer(w, answerVerifyTOTP, out)
+	a.writeAnswer(w, kind, out)
+}
+
+// respond answers r with message and payload in the envelope, 200, or
+// with err when it is not nil.
+func (a *Authenticator) respond(w http.ResponseWriter, r *http.Request, err error, message string, payload any) {
+	if err != nil {
+		a.WriteError(w, r, err)
+		return
+	}
+	a.WriteResponse(w, r, http.StatusOK, message, payload)
 }

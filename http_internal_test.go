@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nmauth/nmauth/internal/jsonbody"
 	"github.com/nmauth/nmauth/internal/wire"
 )
 
@@ -75,49 +74,6 @@ func TestForwardedHops(t *testing.T) {
 	}
 }
 
-// FuzzHostLoginBody: a host login body that parseFlat takes, the full
-// decoder takes too, with the same fields; and the body netclient sends
-// is one parseFlat takes.
-func FuzzHostLoginBody(f *testing.F) {
-	for _, s := range []string{
-		`{"id":"h1","macaddress":"aa:bb:cc:dd:ee:ff","password":"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"}`,
-		" {\t\"id\" : \"h1\" ,\r\n\"password\":\"p\"}\n",
-		`{}`, `{"id":"h1","id":"h2"}`, `{"ID":"h1","password":"p"}`, `{"id":"h\u00e9","password":"p"}`,
-		`{"id":"h1","password":"p\"q"}`, `{"id":"h1","password":"p"}{}`, `{"id":"h1","password":"p",}`,
-		`{"id":"h1","password":null}`, `{"id":"hé","password":"p"}`, "{\"id\":\"h\xff\",\"password\":\"p\"}",
-		`{"id":"h1","passwrd":"p"}`, `{"id":"h1","extra":"x"}`, `[]`, `"x"`, `{"id":1}`, "{\"id\":\"a\x01\"}",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var flat hostAuthRequest
-		if !flat.parseFlat(body) {
-			if flat != (hostAuthRequest{}) {
-				t.Fatalf("parseFlat refused %q and changed the request: %+v", body, flat)
-			}
-			return
-		}
-		var full hostAuthRequest
-		if err := jsonbody.Decode(body, &full); err != nil {
-			t.Fatalf("parseFlat took %q, which the decoder refuses: %v", body, err)
-		}
-		if flat != full {
-			t.Fatalf("body %q: parseFlat %+v, decoder %+v", body, flat, full)
-		}
-	})
-}
-
-// TestNetclientBodyIsFlat: netclient's host login body takes the fast
-// path (a test that parseFlat is not simply always false).
-func TestNetclientBodyIsFlat(t *testing.T) {
-	var req hostAuthRequest
-	body := `{"id":"3f2504e0-4f89-11d3-9a0c-0305e82c3301","password":"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567","macaddress":"aa:bb:cc:dd:ee:ff"}`
-	if !req.parseFlat([]byte(body)) || req.ID != "3f2504e0-4f89-11d3-9a0c-0305e82c3301" || req.MACAddress != "aa:bb:cc:dd:ee:ff" ||
-		req.Password != "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" {
-		t.Errorf("parseFlat = %+v", req)
-	}
-}
-
 // FuzzHostLoginAnswer: the host login answer written by hand is the
 // bytes encoding/json writes for it, in both wire profiles.
 func FuzzHostLoginAnswer(f *testing.F) {
@@ -146,7 +102,7 @@ func FuzzHostLoginAnswer(f *testing.F) {
 				payload = netmakerPayload(h)
 			}
 			var want bytes.Buffer
-			json.NewEncoder(&want).Encode(a.envelope(http.StatusOK, a.answerMessage(answerHostLogin, h), payload))
+			json.NewEncoder(&want).Encode(a.envelope(http.StatusOK, wire.Message(wire.AnswerHostLogin, p == WireNetmaker, false), payload))
 			if !bytes.Equal(got, want.Bytes()) {
 				t.Fatalf("%v: written %s, encoded %s", p, got, want.Bytes())
 			}

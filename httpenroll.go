@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/nmauth/nmauth/internal/enroll"
+	"github.com/nmauth/nmauth/internal/jsonanswer"
+	"github.com/nmauth/nmauth/internal/jsonbody"
 	"github.com/nmauth/nmauth/internal/routemux"
 )
 
@@ -17,25 +19,20 @@ type createdKey struct {
 }
 
 // enrollmentRoutes are the routes of enrollment keys and of joins, in the
-// profile's paths: the register route is open, behind the per-client
+// profile's paths: the join route is open, behind the per-client
 // limit; the others need an administrator (see mayAdminister).
 func (a *Authenticator) enrollmentRoutes() []routemux.Route {
 	admin := func(h http.HandlerFunc) http.Handler { return a.Middleware(a.adminOnly(h)) }
+	join, keys := "/api/hosts/join", "/api/enrollment-keys"
 	if a.cfg.Wire == WireNetmaker {
-		return []routemux.Route{
-			routemux.Post("/api/v1/host/register/{token...}", a.Limit(http.HandlerFunc(a.serveRegister))),
-			routemux.Post("/api/v1/enrollment-keys", admin(a.serveCreateKey)),
-			routemux.Get("/api/v1/enrollment-keys", admin(a.serveListKeys)),
-			routemux.Delete("/api/v1/enrollment-keys/{id}", admin(a.serveDeleteKey)),
-			routemux.Post("/api/v1/enrollment-keys/{id}/revoke", admin(a.serveRevokeKey)),
-		}
+		join, keys = "/api/v1/host/register/{token...}", "/api/v1/enrollment-keys"
 	}
 	return []routemux.Route{
-		routemux.Post("/api/hosts/join", a.Limit(http.HandlerFunc(a.serveJoin))),
-		routemux.Post("/api/enrollment-keys", admin(a.serveCreateKey)),
-		routemux.Get("/api/enrollment-keys", admin(a.serveListKeys)),
-		routemux.Delete("/api/enrollment-keys/{id}", admin(a.serveDeleteKey)),
-		routemux.Post("/api/enrollment-keys/{id}/revoke", admin(a.serveRevokeKey)),
+		routemux.Post(join, a.Limit(http.HandlerFunc(a.serveJoin))),
+		routemux.Post(keys, admin(a.serveCreateKey)),
+		routemux.Get(keys, admin(a.serveListKeys)),
+		routemux.Delete(keys+"/{id}", admin(a.serveDeleteKey)),
+		routemux.Post(keys+"/{id}/revoke", admin(a.serveRevokeKey)),
 	}
 }
 
@@ -81,24 +78,19 @@ func (a *Authenticator) serveCreateKey(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.Wire == WireNetmaker {
 		out := netmakerKeyOf(made)
 		out.Token = enroll.NetmakerToken(r.Host, secret)
-		writeJSON(w, http.StatusOK, out)
+		jsonanswer.Write(w, http.StatusOK, out)
 		return
 	}
 	a.WriteResponse(w, r, http.StatusOK, "enrollment key created", createdKey{made, secret})
 }
 
 // keyRequest decodes a creation's body in the profile's fields (see
-// [enroll.NetmakerKeyBody.Key]).
+// [enroll.ParseKey]).
 func (a *Authenticator) keyRequest(w http.ResponseWriter, r *http.Request) (EnrollmentKey, error) {
+	body, err := jsonbody.Read(w, r, maxBodyBytes)
 	var k enroll.KeyBody
-	var err error
-	if a.cfg.Wire != WireNetmaker {
-		err = decodeJSON(w, r, &k)
-	} else {
-		var body enroll.NetmakerKeyBody
-		if err = decodeJSON(w, r, &body); err == nil {
-			k, err = body.Key()
-		}
+	if err == nil {
+		k, err = enroll.ParseKey(body, a.cfg.Wire == WireNetmaker)
 	}
 	if err != nil {
 		return EnrollmentKey{}, enrollError(err)
@@ -118,25 +110,8 @@ func enrollError(err error) error {
 
 // netmakerKeyOf is k as Netmaker's server lists it.
 func netmakerKeyOf(k EnrollmentKey) enroll.NetmakerKey {
-	out := enroll.NetmakerKey{
-		Expiration: k.ExpiresAt, Value: k.ID, Networks: k.Networks, Unlimited: k.Unlimited,
-		Tags: k.Tags, Relay: enroll.NetmakerNilUUID, Revoked: !k.RevokedAt.IsZero(),
-	}
-	switch {
-	case !k.Unlimited:
-		out.Type, out.UsesRemaining = enroll.NetmakerKeyUses, max(0, k.Uses-k.Used)
-	case !k.ExpiresAt.IsZero():
-		out.Type = enroll.NetmakerKeyTime
-	default:
-		out.Type = enroll.NetmakerKeyUnlimited
-	}
-	if out.Networks == nil {
-		out.Networks = []string{}
-	}
-	if out.Tags == nil {
-		out.Tags = []string{k.Name}
-	}
-	return out
+	return enroll.NetmakerKeyOf(enroll.KeyBody{Name: k.Name, Tags: k.Tags, Networks: k.Networks,
+		Uses: k.Uses, Unlimited: k.Unlimited, ExpiresAt: k.ExpiresAt}, k.ID, k.Used, !k.RevokedAt.IsZero())
 }
 
 func (a *Authenticator) serveListKeys(w http.ResponseWriter, r *http.Request) {
@@ -150,7 +125,7 @@ func (a *Authenticator) serveListKeys(w http.ResponseWriter, r *http.Request) {
 		for i, k := range ks {
 			out[i] = netmakerKeyOf(k)
 		}
-		writeJSON(w, http.StatusOK, out)
+		jsonanswer.Write(w, http.StatusOK, out)
 		return
 	}
 	a.WriteResponse(w, r, http.StatusOK, "enrollment keys", ks)
@@ -170,25 +145,29 @@ func (a *Authenticator) serveDeleteKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Authenticator) serveRevokeKey(w http.ResponseWriter, r *http.Request) {
-	if err := a.Admin().RevokeEnrollmentKey(r.Context(), r.PathValue("id")); err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	a.WriteResponse(w, r, http.StatusOK, "enrollment key revoked", nil)
+	a.respond(w, r, a.Admin().RevokeEnrollmentKey(r.Context(), r.PathValue("id")), "enrollment key revoked", nil)
 }
 
-// serveRegister serves Netmaker's register route: the token in the path,
-// netclient's host in the body.
-func (a *Authenticator) serveRegister(w http.ResponseWriter, r *http.Request) {
-	key, err := enroll.NetmakerTokenKey(r.PathValue("token"))
-	if err != nil {
-		a.WriteError(w, r, enrollError(err))
-		return
+// serveJoin serves a join: Netmaker's register route, with the token in
+// the path and netclient's host in the body, or the spec profile's, with
+// the key and the host in the body.
+func (a *Authenticator) serveJoin(w http.ResponseWriter, r *http.Request) {
+	netmaker := a.cfg.Wire == WireNetmaker
+	var key string
+	var err error
+	if netmaker {
+		key, err = enroll.NetmakerTokenKey(r.PathValue("token"))
 	}
-	body, err := readJSONBody(w, r)
-	var h enroll.Join
+	var body []byte
 	if err == nil {
+		body, err = jsonbody.Read(w, r, maxBodyBytes)
+	}
+	var h enroll.Join
+	if err == nil && netmaker {
 		h, err = enroll.ParseJoin(body, "hostpass", true)
+		h.Key = key
+	} else if err == nil {
+		h, err = enroll.ParseJoin(body, "password", false)
 	}
 	if err == nil {
 		h.ID, err = a.wireHostID(h.ID)
@@ -197,34 +176,16 @@ func (a *Authenticator) serveRegister(w http.ResponseWriter, r *http.Request) {
 		a.WriteError(w, r, enrollError(err))
 		return
 	}
-	h.Key = key
-	cfg, err := a.join(r.Context(), h)
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, enroll.NetmakerJoined{ServerConfig: cfg.serverConfig, RequestedHost: h.Public})
-}
-
-// serveJoin serves the spec profile's join: the key and the host in the
-// body.
-func (a *Authenticator) serveJoin(w http.ResponseWriter, r *http.Request) {
-	body, err := readJSONBody(w, r)
-	var h enroll.Join
-	if err == nil {
-		h, err = enroll.ParseJoin(body, "password", false)
-	}
-	if err != nil {
-		a.WriteError(w, r, enrollError(err))
-		return
-	}
 	out, err := a.join(r.Context(), h)
-	if err != nil {
+	switch {
+	case err != nil:
 		a.WriteError(w, r, err)
-		return
+	case netmaker:
+		jsonanswer.Write(w, http.StatusOK, enroll.NetmakerJoined{ServerConfig: out.serverConfig, RequestedHost: h.Public})
+	default:
+		a.WriteResponse(w, r, http.StatusOK, "host joined",
+			enroll.SpecJoined{ID: out.id, Networks: out.key.Networks, ServerConfig: out.serverConfig})
 	}
-	a.WriteResponse(w, r, http.StatusOK, "host joined",
-		enroll.SpecJoined{ID: out.id, Networks: out.key.Networks, ServerConfig: out.serverConfig})
 }
 
 // joined is what a join made.

@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/jsonanswer"
 	"github.com/nmauth/nmauth/internal/jsonbody"
-	"github.com/nmauth/nmauth/internal/retryafter"
 )
 
 // errorStatus maps an error to its HTTP status and the only text a client
@@ -97,17 +97,6 @@ func errorStatus(err error) (int, string) {
 // detail of a 5xx goes to the log.
 func (a *Authenticator) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body := a.wireError(err)
-	h := w.Header()
-	switch status {
-	case http.StatusUnauthorized:
-		h.Set("WWW-Authenticate", `Bearer realm="nmauth"`)
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		var wait time.Duration
-		if re := (*RetryError)(nil); errors.As(err, &re) {
-			wait = re.RetryAfter
-		}
-		retryafter.Set(h, wait)
-	}
 	// A Store fault is logged where it happens, at a bounded rate.
 	if status >= 500 && !errors.Is(err, ErrStoreUnavailable) {
 		// A full hashing queue is load shed by design, not a fault.
@@ -118,5 +107,9 @@ func (a *Authenticator) WriteError(w http.ResponseWriter, r *http.Request, err e
 		a.log.LogAttrs(r.Context(), level, "request failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("err", err.Error()))
 	}
-	writeJSON(w, status, body)
+	var wait time.Duration
+	if re := (*RetryError)(nil); errors.As(err, &re) {
+		wait = re.RetryAfter
+	}
+	jsonanswer.Error(w, status, wait, body)
 }

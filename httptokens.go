@@ -2,24 +2,11 @@ package nmauth
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/nmauth/nmauth/internal/jsonbody"
 	"github.com/nmauth/nmauth/internal/routemux"
 	"github.com/nmauth/nmauth/internal/wire"
 )
-
-// accessTokenBody is the body of access-token creation, in the field
-// names of Netmaker's server in both wire profiles. The fields a server
-// sets (id, created_by, created_at, last_used), which Netmaker's clients
-// send empty, are ignored.
-type accessTokenBody struct {
-	Name      string    `json:"name"`
-	UserName  string    `json:"user_name"`
-	ExpiresAt time.Time `json:"expires_at"`
-	ReadOnly  bool      `json:"read_only"`
-	Networks  []string  `json:"networks"`
-}
 
 // accessTokenRoutes are the routes of access tokens and logout. Each needs
 // a bearer credential.
@@ -46,7 +33,7 @@ type createdAccessToken struct {
 }
 
 func (a *Authenticator) serveCreateAccessToken(w http.ResponseWriter, r *http.Request) {
-	var body accessTokenBody
+	var body wire.AccessTokenBody
 	err := decodeJSON(w, r, &body)
 	if err == nil {
 		err = jsonbody.Require("name", body.Name, "user_name", body.UserName)
@@ -56,10 +43,7 @@ func (a *Authenticator) serveCreateAccessToken(w http.ResponseWriter, r *http.Re
 		return
 	}
 	p, _ := FromContext(r.Context())
-	t, token, err := a.CreateAccessToken(r.Context(), p, AccessTokenRequest{
-		Name: body.Name, UserName: body.UserName, ExpiresAt: body.ExpiresAt,
-		ReadOnly: body.ReadOnly, Networks: body.Networks,
-	})
+	t, token, err := a.CreateAccessToken(r.Context(), p, AccessTokenRequest(body))
 	if err != nil {
 		a.WriteError(w, r, err)
 		return
@@ -125,11 +109,7 @@ func (a *Authenticator) serveDeleteAccessTokens(w http.ResponseWriter, r *http.R
 	default:
 		err = requestError("give either id, to revoke one token, or username, to revoke all of a user's")
 	}
-	if err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	a.WriteResponse(w, r, http.StatusOK, "revoked", nil)
+	a.respond(w, r, err, "revoked", nil)
 }
 
 // serveLogout revokes the bearer token it is called with. A username in
@@ -143,9 +123,5 @@ func (a *Authenticator) serveLogout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := a.Logout(r.Context(), p); err != nil {
-		a.WriteError(w, r, err)
-		return
-	}
-	a.WriteResponse(w, r, http.StatusOK, "logged out", nil)
+	a.respond(w, r, a.Logout(r.Context(), p), "logged out", nil)
 }

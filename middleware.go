@@ -9,10 +9,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"slices"
 
 	"github.com/nmauth/nmauth/internal/bearer"
+	"github.com/nmauth/nmauth/internal/reqctx"
 )
 
 // Middleware lets a request through only with a valid bearer credential
@@ -45,10 +45,9 @@ func (a *Authenticator) authenticate(r *http.Request) (*http.Request, PrincipalK
 	ctx := &g.ctx
 	ctx.Context = r.Context()
 	if len(a.cfg.TrustedProxies) == 0 {
-		ctx.remote = r.RemoteAddr
+		ctx.client.SetRemote(r.RemoteAddr)
 	} else if _, ok := clientAddrOf(ctx.Context); !ok {
-		ctx.named = true
-		ctx.client = clientAddr(r, a.cfg.TrustedProxies)
+		ctx.client.Name(clientAddr(r, a.cfg.TrustedProxies))
 	}
 	cred, err := BearerToken(r.Header)
 	if err == nil {
@@ -80,21 +79,14 @@ type guardedRequest struct {
 
 // bearerContext is the context of a request that went through the bearer
 // check: in one value, the [Principal] once the check passed, kept as the
-// token cache keeps it, and the client address when no caller named one.
-// Behind no trusted proxy the address is read from the connection's
-// address only when asked, by an event, and only if the context this one
-// wraps names none: a request that only passes the check neither parses
-// it nor looks for another.
+// token cache keeps it, and the client address when no caller named one
+// (see [reqctx.Client]): a request that only passes the check neither
+// parses the connection's address nor looks for another.
 type bearerContext struct {
 	context.Context
 	p       compactPrincipal
 	checked bool
-	// named is set when this context names the client, the address
-	// behind the trusted proxies, client.
-	named bool
-	// remote is the connection's address, when no proxy is trusted.
-	remote string
-	client netip.Addr
+	client  reqctx.Client
 }
 
 func (c *bearerContext) Value(key any) any {
@@ -104,20 +96,9 @@ func (c *bearerContext) Value(key any) any {
 			return c
 		}
 	case clientAddrKey:
-		if c.named {
-			return &c.client
-		}
-		if c.remote == "" {
-			break
-		}
-		if v := c.Context.Value(key); v != nil {
+		if v, ok := c.client.Value(c.Context, key); ok {
 			return v
 		}
-		addr := remotePeer(c.remote)
-		if addr.Is6() {
-			addr = netip.PrefixFrom(addr, 64).Masked().Addr()
-		}
-		return addr
 	}
 	return c.Context.Value(key)
 }

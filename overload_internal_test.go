@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/wire"
 )
 
 // floodClient is how a test names a client to the handler: the
@@ -84,7 +86,7 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 			}
 			h := a.Handler()
 			const userPath, hostPath = "/api/users/adm/authenticate", "/api/hosts/adm/authenticate"
-			right := userAuthRequest{Username: "alice", Password: "right password 1"}
+			right := wire.UserLoginBody{Username: "alice", Password: "right password 1"}
 			if s := floodLogin(h, tc.user, userPath, right); s != http.StatusOK {
 				t.Fatalf("alice's first login: %d", s)
 			}
@@ -107,7 +109,7 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 						if n%2 == 0 {
 							name = fmt.Sprintf("made-up-%d-%d", i, n)
 						}
-						s := floodLogin(h, c, userPath, userAuthRequest{Username: name, Password: "wrong password"})
+						s := floodLogin(h, c, userPath, wire.UserLoginBody{Username: name, Password: "wrong password"})
 						if s < 0 {
 							t.Errorf("flood answer %d without Retry-After", -s)
 							return
@@ -134,7 +136,7 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 				if s == http.StatusOK && time.Since(start) <= 5*time.Second {
 					inTime++
 				}
-				if floodLogin(h, tc.host, hostPath, hostAuthRequest{ID: "host-1", Password: hostSecret}) == http.StatusOK {
+				if floodLogin(h, tc.host, hostPath, wire.HostLoginBody{ID: "host-1", Password: hostSecret}) == http.StatusOK {
 					hostOK++
 				}
 			}

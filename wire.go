@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
+	"github.com/nmauth/nmauth/internal/jsonanswer"
 	"github.com/nmauth/nmauth/internal/wire"
 )
 
@@ -50,39 +50,25 @@ func ParseWireProfile(name string) (WireProfile, error) {
 	return 0, fmt.Errorf("nmauth: unknown wire profile %q (want spec or netmaker)", name)
 }
 
-// answerKind says which route an answer is for: the same value is written
-// differently by route and profile.
-type answerKind int
-
-const (
-	answerHostLogin answerKind = iota
-	answerNodeLogin
-	answerUserLogin
-	answerInitTOTP
-	answerCompleteTOTP
-	answerVerifyTOTP
-)
-
 // writeAnswer writes a successful answer of the handler's routes in the
 // configured profile. It and [Authenticator.envelope] are the only places
 // that decide the bytes of a success.
-func (a *Authenticator) writeAnswer(w http.ResponseWriter, kind answerKind, v any) {
-	if h, ok := v.(HostLogin); ok && kind == answerHostLogin {
+func (a *Authenticator) writeAnswer(w http.ResponseWriter, kind wire.Answer, v any) {
+	if h, ok := v.(HostLogin); ok && kind == wire.AnswerHostLogin {
 		if b, ok := a.hostLoginAnswer(h); ok {
-			writeJSONBytes(w, http.StatusOK, b)
+			jsonanswer.WriteBytes(w, http.StatusOK, b)
 			return
 		}
 	}
+	netmaker := a.cfg.Wire == WireNetmaker
 	// The message is read off the answer before the Netmaker profile
 	// turns it into Netmaker's payload.
-	msg := a.answerMessage(kind, v)
-	if a.cfg.Wire == WireNetmaker {
+	u, _ := v.(UserLogin)
+	msg := wire.Message(kind, netmaker, u.TOTPRequired)
+	if netmaker {
 		v = netmakerPayload(v)
-	} else if kind == answerInitTOTP || kind == answerVerifyTOTP {
-		writeJSON(w, http.StatusOK, v)
-		return
 	}
-	writeJSON(w, http.StatusOK, a.envelope(http.StatusOK, msg, v))
+	jsonanswer.Write(w, http.StatusOK, wire.Body(netmaker, kind, msg, v))
 }
 
 // hostLoginAnswer returns the answer of a host login as
@@ -104,7 +90,7 @@ func (a *Authenticator) hostLoginAnswer(h HostLogin) ([]byte, bool) {
 // [Authenticator.WriteError] does, which writes errors instead and picks
 // their status.
 func (a *Authenticator) WriteResponse(w http.ResponseWriter, r *http.Request, status int, message string, payload any) {
-	writeJSON(w, status, a.envelope(status, message, payload))
+	jsonanswer.Write(w, status, a.envelope(status, message, payload))
 }
 
 // envelope is the profile's envelope around a payload.
@@ -127,33 +113,6 @@ func netmakerPayload(v any) any {
 	return v
 }
 
-// answerMessage is the message of a successful answer. A login that
-// needs a second factor says so in the words of the profile: Netmaker's
-// server answers "W1R3: TOTP required" there.
-func (a *Authenticator) answerMessage(kind answerKind, v any) string {
-	switch kind {
-	case answerHostLogin:
-		return "host authenticated"
-	case answerNodeLogin:
-		return "node authenticated"
-	case answerUserLogin:
-		switch u, _ := v.(UserLogin); {
-		case u.TOTPRequired && a.cfg.Wire == WireNetmaker:
-			return "W1R3: TOTP required"
-		case u.TOTPRequired:
-			return "TOTP required: send a code to verify-totp with the pre-auth token"
-		}
-		return "user authenticated"
-	case answerInitTOTP:
-		return "TOTP enrollment started"
-	case answerCompleteTOTP:
-		return "TOTP enabled"
-	case answerVerifyTOTP:
-		return "user authenticated with TOTP"
-	}
-	return "ok"
-}
-
 // wireError gives an error its status and message in the configured
 // profile: [errorStatus], except that Netmaker's clients are told an
 // unknown host apart from a wrong password with 400, as Netmaker's server
@@ -170,13 +129,10 @@ func (a *Authenticator) wireError(err error) (int, any) {
 // node ids are UUIDs, matched in any case: the canonical lower-case form is
 // what the Store is asked for, and anything else is [ErrInvalidHost].
 func (a *Authenticator) wireHostID(id string) (string, error) {
-	if a.cfg.Wire != WireNetmaker {
+	if id, ok := wire.HostID(a.cfg.Wire == WireNetmaker, id); ok {
 		return id, nil
 	}
-	if !isUUID(id) {
-		return "", ErrInvalidHost
-	}
-	return strings.ToLower(id), nil
+	return "", ErrInvalidHost
 }
 
 // nodeLoginPaths are the node login routes: the spec's, and in the

@@ -72,6 +72,22 @@ func (b NetmakerKeyBody) Key() (KeyBody, error) {
 	return k, nil
 }
 
+// ParseKey reads a key's creation from body in the fields of the spec
+// profile, or of Netmaker's when netmaker is set (see
+// [NetmakerKeyBody.Key]).
+func ParseKey(body []byte, netmaker bool) (KeyBody, error) {
+	if !netmaker {
+		var k KeyBody
+		err := jsonbody.Decode(body, &k)
+		return k, err
+	}
+	var b NetmakerKeyBody
+	if err := jsonbody.Decode(body, &b); err != nil {
+		return KeyBody{}, err
+	}
+	return b.Key()
+}
+
 // NetmakerKey is a key as Netmaker's server writes it. Value is the key's
 // id, which DELETE takes; Token, only in the answer of a creation, is what
 // netclient join -t takes. Revoked is nmauth's own.
@@ -90,6 +106,32 @@ type NetmakerKey struct {
 	AutoEgress    bool      `json:"auto_egress"`
 	AutoAssignGW  bool      `json:"auto_assign_gw"`
 	Revoked       bool      `json:"revoked,omitempty"`
+}
+
+// NetmakerKeyOf is the key k, whose id is id, with used joins made with it
+// and revoked if it is, as Netmaker's server lists it: a key of counted
+// uses, else of a time, else unlimited, with no nil list, and named by
+// its tags, or by its name when it has none.
+func NetmakerKeyOf(k KeyBody, id string, used int, revoked bool) NetmakerKey {
+	out := NetmakerKey{
+		Expiration: k.ExpiresAt, Value: id, Networks: k.Networks, Unlimited: k.Unlimited,
+		Tags: k.Tags, Relay: NetmakerNilUUID, Revoked: revoked,
+	}
+	switch {
+	case !k.Unlimited:
+		out.Type, out.UsesRemaining = NetmakerKeyUses, max(0, k.Uses-used)
+	case !k.ExpiresAt.IsZero():
+		out.Type = NetmakerKeyTime
+	default:
+		out.Type = NetmakerKeyUnlimited
+	}
+	if out.Networks == nil {
+		out.Networks = []string{}
+	}
+	if out.Tags == nil {
+		out.Tags = []string{k.Name}
+	}
+	return out
 }
 
 // SpecJoined is the spec profile's answer of a join.

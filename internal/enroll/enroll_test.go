@@ -33,3 +33,47 @@ func TestNetmakerKeyBody(t *testing.T) {
 		t.Errorf("counted key = %+v, %v", k, err)
 	}
 }
+
+// TestNetmakerKeyOf: a key's type follows its limit, its uses remaining
+// never go below zero, and a key without networks or tags lists empty
+// networks and its name as its tag.
+func TestNetmakerKeyOf(t *testing.T) {
+	exp := time.Unix(1700000000, 0)
+	k := NetmakerKeyOf(KeyBody{Name: "k", Uses: 3}, "id1", 1, false)
+	if k.Type != NetmakerKeyUses || k.UsesRemaining != 2 || k.Value != "id1" || k.Relay != NetmakerNilUUID ||
+		k.Networks == nil || len(k.Networks) != 0 || len(k.Tags) != 1 || k.Tags[0] != "k" || k.Revoked {
+		t.Errorf("counted key = %+v", k)
+	}
+	if k := NetmakerKeyOf(KeyBody{Name: "k", Uses: 1}, "id1", 4, true); k.UsesRemaining != 0 || !k.Revoked {
+		t.Errorf("used-up revoked key = %+v", k)
+	}
+	k = NetmakerKeyOf(KeyBody{Name: "k", Unlimited: true, ExpiresAt: exp, Tags: []string{"a", "b"}, Networks: []string{"n"}}, "id2", 9, false)
+	if k.Type != NetmakerKeyTime || !k.Expiration.Equal(exp) || !k.Unlimited || k.UsesRemaining != 0 || len(k.Tags) != 2 || k.Networks[0] != "n" {
+		t.Errorf("expiring key = %+v", k)
+	}
+	if k := NetmakerKeyOf(KeyBody{Name: "k", Unlimited: true}, "id3", 0, false); k.Type != NetmakerKeyUnlimited {
+		t.Errorf("unlimited key = %+v", k)
+	}
+}
+
+// TestParseKey: each profile's body is read in its own fields; the other
+// profile's fields are not read.
+func TestParseKey(t *testing.T) {
+	k, err := ParseKey([]byte(`{"name":"k","networks":["n"],"uses":2}`), false)
+	if err != nil || k.Name != "k" || k.Uses != 2 || len(k.Networks) != 1 {
+		t.Errorf("spec body = %+v, %v", k, err)
+	}
+	k, err = ParseKey([]byte(`{"tags":["k"],"uses_remaining":2}`), true)
+	if err != nil || k.Name != "k" || k.Uses != 2 {
+		t.Errorf("Netmaker body = %+v, %v", k, err)
+	}
+	if k, err := ParseKey([]byte(`{"name":"k","tags":["t"],"uses_remaining":2}`), false); err != nil || k.Uses != 0 || k.Tags[0] != "t" {
+		t.Errorf("the spec profile read Netmaker's uses: %+v, %v", k, err)
+	}
+	if _, err := ParseKey([]byte(`{"Name":"k"}`), false); err == nil {
+		t.Error("the spec profile took a field in another case")
+	}
+	if _, err := ParseKey([]byte(`{"uses_remaining":2}`), true); !errors.As(err, new(RequestError)) {
+		t.Errorf("a Netmaker key without tags: %v", err)
+	}
+}

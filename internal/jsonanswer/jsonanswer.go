@@ -1,12 +1,17 @@
 // Package jsonanswer writes a JSON answer as nmauth's handler writes every
 // one: the status, Content-Type application/json and Cache-Control
-// no-store, then the body. It knows nothing of the Authenticator or its
-// wire profiles: its caller gives the value or the bytes to write.
+// no-store, then the body; and an error answer with the headers its
+// status asks for, WWW-Authenticate or Retry-After. It knows nothing of
+// the Authenticator or its wire profiles: its caller gives the value or
+// the bytes to write, and the wait of an answer that has one.
 package jsonanswer
 
 import (
 	"encoding/json"
 	"net/http"
+	"time"
+
+	"github.com/nmauth/nmauth/internal/retryafter"
 )
 
 // Write writes status and v, encoded by encoding/json, with the headers
@@ -20,6 +25,21 @@ func Write(w http.ResponseWriter, status int, v any) {
 func WriteBytes(w http.ResponseWriter, status int, b []byte) {
 	setHeader(w, status)
 	w.Write(b)
+}
+
+// Error writes status and v as [Write] does, with the headers of an
+// error answer: a 401 names the bearer scheme of realm "nmauth" in
+// WWW-Authenticate, and a 429 or a 503 tells the client to come back
+// after wait in Retry-After (see [retryafter.Set]).
+func Error(w http.ResponseWriter, status int, wait time.Duration, v any) {
+	h := w.Header()
+	switch status {
+	case http.StatusUnauthorized:
+		h.Set("WWW-Authenticate", `Bearer realm="nmauth"`)
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		retryafter.Set(h, wait)
+	}
+	Write(w, status, v)
 }
 
 // setHeader writes status with the headers of a JSON answer. Their keys

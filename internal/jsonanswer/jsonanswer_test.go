@@ -1,10 +1,12 @@
 package jsonanswer
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestWrite checks the status, the headers and the body of both writers.
@@ -43,5 +45,32 @@ func TestHeaderValuesApart(t *testing.T) {
 	h.Add("Content-Type", "x")
 	if !slices.Equal(h["Cache-Control"], []string{"no-store"}) {
 		t.Errorf("Cache-Control %v after adding a Content-Type", h["Cache-Control"])
+	}
+}
+
+// TestError checks the headers each error status gets, and that an answer
+// that tells no client to wait or to authenticate gets neither.
+func TestError(t *testing.T) {
+	for _, tc := range []struct {
+		status             int
+		wait               time.Duration
+		wwwAuth, retryWait string
+	}{
+		{http.StatusUnauthorized, time.Minute, `Bearer realm="nmauth"`, ""},
+		{http.StatusTooManyRequests, 1500 * time.Millisecond, "", "2"},
+		{http.StatusServiceUnavailable, 0, "", "1"},
+		{http.StatusForbidden, time.Minute, "", ""},
+		{http.StatusInternalServerError, time.Minute, "", ""},
+	} {
+		rec := httptest.NewRecorder()
+		Error(rec, tc.status, tc.wait, map[string]int{"code": tc.status})
+		h := rec.Header()
+		if rec.Code != tc.status || h.Get("WWW-Authenticate") != tc.wwwAuth || h.Get("Retry-After") != tc.retryWait {
+			t.Errorf("status %d: got %d, WWW-Authenticate %q, Retry-After %q; want %q, %q",
+				tc.status, rec.Code, h.Get("WWW-Authenticate"), h.Get("Retry-After"), tc.wwwAuth, tc.retryWait)
+		}
+		if h.Get("Content-Type") != "application/json" || rec.Body.String() != fmt.Sprintf("{\"code\":%d}\n", tc.status) {
+			t.Errorf("status %d: Content-Type %q, body %q", tc.status, h.Get("Content-Type"), rec.Body)
+		}
 	}
 }

@@ -1,12 +1,19 @@
-// Package wire holds the shapes of the answers nmauth's handler writes in
-// its two wire profiles: the spec's envelope {code, message, response} and
-// that of Netmaker's server {Code, Message, Response}, the payloads of
-// Netmaker's logins and of its access-token listing, and the bytes of a
-// host login's answer written by hand. It knows nothing of the
-// Authenticator or its routes: its caller says which profile is active.
+// Package wire holds the shapes of what nmauth's handler reads and writes
+// in its two wire profiles: the bodies of the login, TOTP and access-token
+// routes, the spec's envelope {code, message, response} and that of
+// Netmaker's server {Code, Message, Response}, the messages of successful
+// answers, the payloads of Netmaker's logins and of its access-token
+// listing, and the bytes of a host login's answer written by hand. It
+// knows nothing of the Authenticator: its caller says which profile is
+// active and which route an answer is for.
 package wire
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/nmauth/nmauth/internal/names"
+)
 
 // SpecEnvelope is the spec's generic result: code, message and a payload.
 type SpecEnvelope struct {
@@ -30,6 +37,20 @@ func Envelope(netmaker bool, status int, message string, payload any) any {
 		return NetmakerEnvelope{Code: status, Message: message, Response: payload}
 	}
 	return SpecEnvelope{Code: status, Message: message, Response: payload}
+}
+
+// HostID is the host id of a login body as the profile takes it: as it
+// is in the spec profile; in Netmaker's, whose host and node ids are
+// UUIDs matched in any case, in the canonical lower-case form, and false
+// for anything but a UUID.
+func HostID(netmaker bool, id string) (string, bool) {
+	if !netmaker {
+		return id, true
+	}
+	if !names.IsUUID(id) {
+		return "", false
+	}
+	return strings.ToLower(id), true
 }
 
 // NetmakerLogin is the answer of a Netmaker host or node login.

@@ -68,3 +68,23 @@ func TestEnvelope(t *testing.T) {
 		}
 	}
 }
+
+// TestHostID: the spec profile takes any id as it is; Netmaker's takes
+// only a UUID, in any case, and gives its lower-case form.
+func TestHostID(t *testing.T) {
+	for _, tc := range []struct {
+		netmaker bool
+		id, want string
+		ok       bool
+	}{
+		{false, "host-1", "host-1", true},
+		{false, "3F2504E0-4F89-11D3-9A0C-0305E82C3301", "3F2504E0-4F89-11D3-9A0C-0305E82C3301", true},
+		{true, "3F2504E0-4F89-11d3-9a0c-0305E82C3301", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", true},
+		{true, "host-1", "", false},
+		{true, "3f2504e04f8911d39a0c0305e82c3301", "", false},
+	} {
+		if got, ok := HostID(tc.netmaker, tc.id); got != tc.want || ok != tc.ok {
+			t.Errorf("HostID(%v, %q) = %q, %v; want %q, %v", tc.netmaker, tc.id, got, ok, tc.want, tc.ok)
+		}
+	}
+}
