@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/attempt"
 	"github.com/nmauth/nmauth/internal/secret"
 	"github.com/nmauth/nmauth/internal/state"
 	"github.com/nmauth/nmauth/internal/walk"
@@ -71,7 +72,7 @@ func (ad *Admin) SetUserPassword(ctx context.Context, username, password string)
 	}
 	return a.updateUser(ctx, username, EventUserPasswordSet, func(u *User) {
 		u.PasswordHash = hash
-		resetAttempts(userAccount(u))
+		attempt.Reset(&u.State.v.Account)
 	})
 }
 
@@ -103,8 +104,7 @@ func (ad *Admin) ResetTOTP(ctx context.Context, username string) error {
 	a := ad.a
 	return a.updateUser(ctx, username, EventTOTPReset, func(u *User) {
 		u.TOTPSecret, u.RecoveryCodes = nil, nil
-		u.State.v.TOTPFailures, u.State.v.TOTPBlockedUntil = 0, time.Time{}
-		u.State.v.PreAuthID, u.State.v.PreAuthFailures = "", 0
+		attempt.ClearSecondFactor(&u.State.v)
 	})
 }
 
@@ -236,7 +236,7 @@ func (ad *Admin) SetHostPassword(ctx context.Context, id, password string) error
 	}
 	return a.updateHost(ctx, id, EventHostPasswordSet, func(h *Host) {
 		h.PasswordHash = hash
-		resetAttempts(hostAccount(h))
+		attempt.Reset(&h.State.v.Account)
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/limit"
 	"github.com/nmauth/nmauth/internal/standing"
 )
@@ -123,13 +124,13 @@ func (a *Authenticator) limitBearer(ctx *bearerContext, err error) error {
 	if err != nil && !wrong || limit.Counted(ctx.Context) {
 		return err
 	}
-	client, _ := clientAddrOf(ctx)
+	client, _ := clientaddr.FromContext(ctx)
 	now := a.now()
 	var wait time.Duration
 	if wrong {
-		wait = a.clients.wrongBearer(client, now)
+		wait = a.clients.WrongBearer(client, now)
 	} else {
-		wait = a.clients.buckets.Throttled(client, now)
+		wait = a.clients.Buckets.Throttled(client, now)
 	}
 	if wait <= 0 {
 		return err

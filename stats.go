@@ -72,7 +72,7 @@ func (a *Authenticator) Stats() Stats {
 	running, waiting := a.hasher.gate.Load()
 	hostsRunning, hostsWaiting := a.hostGate.Load()
 	tokens := a.tokens.stats()
-	clients := a.clients.stats()
+	addresses, untrusted, oneAddress := a.clients.Stats()
 	return Stats{
 		PasswordHashesRunning: running,
 		PasswordHashesWaiting: waiting,
@@ -81,9 +81,9 @@ func (a *Authenticator) Stats() Stats {
 		KnownHosts:            a.known.Len(),
 		TokenCache:            tokens,
 		StatusCache:           a.status.stats(tokens),
-		ClientAddresses:       clients.Addresses,
-		ForwardedUntrusted:    clients.ForwardedUntrusted,
-		OneAddressMinutes:     clients.OneAddressMinutes,
+		ClientAddresses:       addresses,
+		ForwardedUntrusted:    untrusted,
+		OneAddressMinutes:     oneAddress,
 	}
 }
 
