@@ -45,7 +45,7 @@ func (ad *Admin) CreateUser(ctx context.Context, username, password string) erro
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindUser, name)
+	defer a.forget(KindUser, name)
 	err = a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), State: State{v: state.User{Account: state.Account{Generation: gen}}}})
 	a.audit(ctx, err, EventUserCreated, KindUser, name)
 	return err
@@ -91,7 +91,7 @@ func (ad *Admin) EnableUser(ctx context.Context, username string) error {
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindUser, name)
+	defer a.forget(KindUser, name)
 	err = a.store.UpdateUser(ctx, name, func(u *User) error { u.Disabled = false; return nil })
 	a.audit(ctx, err, EventUserEnabled, KindUser, name)
 	return err
@@ -121,7 +121,7 @@ func (ad *Admin) DeleteUser(ctx context.Context, username string) error {
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindUser, name)
+	defer a.forget(KindUser, name)
 	if err := a.store.DeleteUser(ctx, name); err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, event E
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindUser, name)
+	defer a.forget(KindUser, name)
 	err = a.store.UpdateUser(ctx, name, func(u *User) error {
 		change(u)
 		u.State.v.Generation++
@@ -196,7 +196,7 @@ func (ad *Admin) CreateHost(ctx context.Context, id, mac, password string) error
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindHost, id)
+	defer a.forget(KindHost, id)
 	err = a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), State: State{v: state.User{Account: state.Account{Generation: gen}}}})
 	a.audit(ctx, err, EventHostCreated, KindHost, id)
 	return err
@@ -216,7 +216,7 @@ func (ad *Admin) EnableHost(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindHost, id)
+	defer a.forget(KindHost, id)
 	err = a.store.UpdateHost(ctx, id, func(h *Host) error { h.Disabled = false; return nil })
 	a.audit(ctx, err, EventHostEnabled, KindHost, id)
 	return err
@@ -255,7 +255,7 @@ func (a *Authenticator) updateHost(ctx context.Context, id string, event EventTy
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindHost, id)
+	defer a.forget(KindHost, id)
 	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
 		change(h)
 		h.State.v.Generation++
@@ -273,7 +273,7 @@ func (ad *Admin) DeleteHost(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindHost, id)
+	defer a.forget(KindHost, id)
 	err = a.store.DeleteHost(ctx, id)
 	a.audit(ctx, err, EventHostDeleted, KindHost, id)
 	return err

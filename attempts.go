@@ -108,11 +108,11 @@ func loginAccount(t loginTarget) accountKey {
 // host id with client among its known addresses, however old the entry:
 // it places a login at a gate, it grants nothing.
 func (a *Authenticator) cachedKnown(id, client string) bool {
-	r := a.status.peek(accountKey{kind: KindHost, name: id})
+	r := a.status.Peek(accountKey{kind: KindHost, name: id})
 	if r == nil {
 		return false
 	}
-	e := r.login.Load()
+	e := r.Login.Load()
 	return e != nil && slices.Contains(e.clients, client)
 }
 

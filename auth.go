@@ -128,7 +128,7 @@ type Authenticator struct {
 		stop context.CancelFunc
 	}
 	tokens *tokenCache
-	status *statusCache[accountStatus]
+	status *statusCache
 	// access keeps the access tokens; nil when the Store does not.
 	access  *guardedTokens
 	clients *httpx.Clients

@@ -187,7 +187,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, totp: true, issuedAt: now, ttl: ttl, generation: &g})
 		return err
 	})
-	a.status.forget(KindUser, u.Name)
+	a.forget(KindUser, u.Name)
 	if r.event != "" {
 		a.emit(ctx, Event{Type: r.event, Kind: KindUser, Name: u.Name, Remaining: r.remaining})
 	}
