@@ -163,10 +163,7 @@ func (a *Authenticator) emit(ctx context.Context, e Event) {
 	}
 	e.Time = a.now()
 	e.Client, _ = clientaddr.FromContext(ctx)
-	if p, ok := FromContext(ctx); ok && e.ActorKind == "" {
-		e.ActorKind, e.Actor = p.Kind, p.Name
-	}
-	if p, ok := ctx.Value(actorKey{}).(*Principal); ok && e.ActorKind == "" {
+	if p, ok := actorOf(ctx); ok && e.ActorKind == "" {
 		e.ActorKind, e.Actor = p.Kind, p.Name
 	}
 	a.cfg.OnEvent(ctx, e)
