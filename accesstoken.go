@@ -114,9 +114,7 @@ func (a *Authenticator) CreateAccessToken(ctx context.Context, p Principal, req 
 // newAccessTokenRecord checks req's name, expiry and scope, and returns
 // the record they make.
 func (a *Authenticator) newAccessTokenRecord(req AccessTokenRequest, now time.Time) (AccessToken, error) {
-	n := utf8.RuneCountInString(req.Name)
-	if n == 0 || n > maxAccessTokenName || !utf8.ValidString(req.Name) ||
-		strings.ContainsFunc(req.Name, func(r rune) bool { return !unicode.IsPrint(r) }) {
+	if !validLabel(req.Name) {
 		return AccessToken{}, requestError("name must be 1 to 64 printable characters")
 	}
 	expires := req.ExpiresAt
@@ -126,19 +124,35 @@ func (a *Authenticator) newAccessTokenRecord(req AccessTokenRequest, now time.Ti
 	if !expires.After(now.Add(time.Minute)) || expires.After(now.Add(a.cfg.MaxAccessTokenTTL)) {
 		return AccessToken{}, requestError(fmt.Sprintf("expires_at must be between a minute and %s from now", a.cfg.MaxAccessTokenTTL))
 	}
-	if len(req.Networks) > maxTokenNetworks {
-		return AccessToken{}, requestError("too many networks")
+	networks, err := scopeNetworks(req.Networks)
+	if err != nil {
+		return AccessToken{}, err
 	}
-	for _, n := range req.Networks {
-		if !names.Network(n) {
-			return AccessToken{}, ErrInvalidNetwork
-		}
-	}
-	networks := slices.Compact(slices.Sorted(slices.Values(req.Networks)))
 	return AccessToken{
 		Name: req.Name, ReadOnly: req.ReadOnly, Networks: networks,
 		CreatedAt: now, ExpiresAt: expires.Truncate(time.Second),
 	}, nil
+}
+
+// validLabel reports whether s is 1 to 64 printable characters.
+func validLabel(s string) bool {
+	n := utf8.RuneCountInString(s)
+	return n > 0 && n <= maxAccessTokenName && utf8.ValidString(s) &&
+		!strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
+}
+
+// scopeNetworks checks the networks of a token's or a key's scope and
+// returns them sorted, each once.
+func scopeNetworks(networks []string) ([]string, error) {
+	if len(networks) > maxTokenNetworks {
+		return nil, requestError("too many networks")
+	}
+	for _, n := range networks {
+		if !names.Network(n) {
+			return nil, ErrInvalidNetwork
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(networks))), nil
 }
 
 // mintAccessToken draws t's id and secret, sets its digest, and returns
@@ -223,14 +237,14 @@ func (a *Authenticator) parseAccessToken(ctx context.Context, credential string,
 // touchEvery by this replica, off the request's path: a check never waits
 // for a write.
 func (a *Authenticator) noteUse(r *accountRef[accountStatus], now time.Time) {
-	last := r.touched.Load()
-	if now.UnixNano()-last < int64(touchEvery) || !r.touched.CompareAndSwap(last, now.UnixNano()) {
+	last := r.Touched.Load()
+	if now.UnixNano()-last < int64(touchEvery) || !r.Touched.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.StoreTimeout)
 		defer cancel()
-		if err := a.access.TouchAccessToken(ctx, r.key.name, now.Truncate(time.Second)); err != nil {
+		if err := a.access.TouchAccessToken(ctx, r.Key.name, now.Truncate(time.Second)); err != nil {
 			a.log.Debug("nmauth: recording an access token's use", "err", err)
 		}
 	}()
@@ -321,7 +335,7 @@ func (a *Authenticator) DeleteAccessToken(ctx context.Context, p Principal, id s
 	if err := a.access.DeleteAccessToken(ctx, id); err != nil {
 		return err
 	}
-	a.status.forget(KindAccessToken, id)
+	a.forget(KindAccessToken, id)
 	a.emit(ctx, Event{Type: EventAccessTokenRevoked, Kind: KindUser, Name: t.UserName, TokenID: t.ID, ActorKind: p.Kind, Actor: p.Name})
 	return nil
 }
@@ -357,7 +371,7 @@ func (a *Authenticator) deleteUserAccessTokens(ctx context.Context, name string)
 		return err
 	}
 	for _, t := range ts {
-		a.status.forget(KindAccessToken, t.ID)
+		a.forget(KindAccessToken, t.ID)
 	}
 	if len(ts) > 0 {
 		a.emit(ctx, Event{Type: EventAccessTokenRevoked, Kind: KindUser, Name: name})

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/attempt"
 	"github.com/nmauth/nmauth/internal/secret"
 	"github.com/nmauth/nmauth/internal/state"
 	"github.com/nmauth/nmauth/internal/walk"
@@ -44,7 +45,7 @@ func (ad *Admin) CreateUser(ctx context.Context, username, password string) erro
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindUser, name)
+	defer a.forget(KindUser, name)
 	err = a.store.CreateUser(ctx, User{Name: name, PasswordHash: hash, CreatedAt: a.now(), State: State{v: state.User{Account: state.Account{Generation: gen}}}})
 	a.audit(ctx, err, EventUserCreated, KindUser, name)
 	return err
@@ -71,7 +72,7 @@ func (ad *Admin) SetUserPassword(ctx context.Context, username, password string)
 	}
 	return a.updateUser(ctx, username, EventUserPasswordSet, func(u *User) {
 		u.PasswordHash = hash
-		resetAttempts(userAccount(u))
+		attempt.Reset(&u.State.v.Account)
 	})
 }
 
@@ -90,7 +91,7 @@ func (ad *Admin) EnableUser(ctx context.Context, username string) error {
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindUser, name)
+	defer a.forget(KindUser, name)
 	err = a.store.UpdateUser(ctx, name, func(u *User) error { u.Disabled = false; return nil })
 	a.audit(ctx, err, EventUserEnabled, KindUser, name)
 	return err
@@ -103,8 +104,7 @@ func (ad *Admin) ResetTOTP(ctx context.Context, username string) error {
 	a := ad.a
 	return a.updateUser(ctx, username, EventTOTPReset, func(u *User) {
 		u.TOTPSecret, u.RecoveryCodes = nil, nil
-		u.State.v.TOTPFailures, u.State.v.TOTPBlockedUntil = 0, time.Time{}
-		u.State.v.PreAuthID, u.State.v.PreAuthFailures = "", 0
+		attempt.ClearSecondFactor(&u.State.v)
 	})
 }
 
@@ -121,7 +121,7 @@ func (ad *Admin) DeleteUser(ctx context.Context, username string) error {
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindUser, name)
+	defer a.forget(KindUser, name)
 	if err := a.store.DeleteUser(ctx, name); err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (a *Authenticator) updateUser(ctx context.Context, username string, event E
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindUser, name)
+	defer a.forget(KindUser, name)
 	err = a.store.UpdateUser(ctx, name, func(u *User) error {
 		change(u)
 		u.State.v.Generation++
@@ -196,7 +196,7 @@ func (ad *Admin) CreateHost(ctx context.Context, id, mac, password string) error
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindHost, id)
+	defer a.forget(KindHost, id)
 	err = a.store.CreateHost(ctx, Host{ID: id, MACAddress: mac, PasswordHash: hash, CreatedAt: a.now(), State: State{v: state.User{Account: state.Account{Generation: gen}}}})
 	a.audit(ctx, err, EventHostCreated, KindHost, id)
 	return err
@@ -216,7 +216,7 @@ func (ad *Admin) EnableHost(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindHost, id)
+	defer a.forget(KindHost, id)
 	err = a.store.UpdateHost(ctx, id, func(h *Host) error { h.Disabled = false; return nil })
 	a.audit(ctx, err, EventHostEnabled, KindHost, id)
 	return err
@@ -236,7 +236,7 @@ func (ad *Admin) SetHostPassword(ctx context.Context, id, password string) error
 	}
 	return a.updateHost(ctx, id, EventHostPasswordSet, func(h *Host) {
 		h.PasswordHash = hash
-		resetAttempts(hostAccount(h))
+		attempt.Reset(&h.State.v.Account)
 	})
 }
 
@@ -255,7 +255,7 @@ func (a *Authenticator) updateHost(ctx context.Context, id string, event EventTy
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindHost, id)
+	defer a.forget(KindHost, id)
 	err = a.store.UpdateHost(ctx, id, func(h *Host) error {
 		change(h)
 		h.State.v.Generation++
@@ -273,7 +273,7 @@ func (ad *Admin) DeleteHost(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	defer a.status.forget(KindHost, id)
+	defer a.forget(KindHost, id)
 	err = a.store.DeleteHost(ctx, id)
 	a.audit(ctx, err, EventHostDeleted, KindHost, id)
 	return err

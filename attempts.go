@@ -12,15 +12,6 @@ import (
 	"github.com/nmauth/nmauth/internal/state"
 )
 
-// backoff is [attempt.Backoff], the one backoff formula of password and
-// TOTP attempts.
-func backoff(n, free int, ceiling time.Duration) time.Duration {
-	return attempt.Backoff(n, free, ceiling)
-}
-
-// addDelay is [attempt.AddDelay]: the end of a backoff of d from now.
-func addDelay(now time.Time, d time.Duration) time.Time { return attempt.AddDelay(now, d) }
-
 // account is what a login reads and writes of a user or a host: pointers
 // into the record inside an atomic update.
 type account struct {
@@ -47,38 +38,14 @@ func hostAccount(h *Host) account {
 		failures: &h.State.v.PasswordFailures, blocked: &h.State.v.PasswordBlockedUntil, clients: &h.State.v.PasswordClients}
 }
 
-// takeAttempt checks the backoff that applies to client and, if there is
-// none, counts the attempt as a failure before its password is checked
-// (see [attempt.Take]). It returns how long the client must wait, or 0
-// when the attempt is taken.
-func takeAttempt(acc account, client string, now time.Time) time.Duration {
-	return attempt.Take(acc.counts, client, now)
-}
-
-// attemptWait is how long client must wait before its next attempt at
-// the account (see [attempt.Wait]). It changes nothing.
-func attemptWait(acc account, client string, now time.Time) time.Duration {
-	return attempt.Wait(acc.counts, client, now)
-}
-
-// grantChanges reports whether [grantAttempt] would change the account.
-func grantChanges(acc account, client string) bool { return attempt.GrantChanges(acc.counts, client) }
-
 // grantAttempt undoes the counting of a login that succeeded and marks
 // its client as known to the account.
 func grantAttempt(acc account, client string) { attempt.Grant(acc.counts, client) }
-
-// resetAttempts forgets every failure of an account, after an
-// administrator set a new password.
-func resetAttempts(acc account) { attempt.Reset(acc.counts) }
 
 // clientEntry is [attempt.Entry]: client's entry, added if needed.
 func clientEntry(clients *[]state.Client, client string) *state.Client {
 	return attempt.Entry(clients, client)
 }
-
-// clientAddrKey is the key of the client address in a context.
-type clientAddrKey = clientaddr.ContextKey
 
 // WithClientAddr returns a copy of ctx naming the client address of a
 // login, which [Authenticator.LoginUser], [Authenticator.LoginHost] and
@@ -89,15 +56,6 @@ type clientAddrKey = clientaddr.ContextKey
 func WithClientAddr(ctx context.Context, addr netip.Addr) context.Context {
 	return clientaddr.NewContext(ctx, addr)
 }
-
-// clientAddrOf is the client address ctx names, as [WithClientAddr],
-// [Authenticator.Limit] or the bearer check put it, and whether it names
-// one.
-func clientAddrOf(ctx context.Context) (netip.Addr, bool) { return clientaddr.FromContext(ctx) }
-
-// clientKey is the client address of ctx as attempts are counted (see
-// [clientaddr.Key]); "" when ctx names none.
-func clientKey(ctx context.Context) string { return clientaddr.Key(clientaddr.Counted(ctx)) }
 
 // entrant is the login of t from the client of ctx as the hashing gate
 // places it (see admission): its account, and how to learn its class
@@ -120,7 +78,7 @@ func (a *Authenticator) entrant(ctx context.Context, t loginTarget) entrant {
 }
 
 // hostEntrant is the login of host t from the client of ctx as the host
-// gate places it, client being its [clientKey]: known when the host
+// gate places it, client being its key ([clientaddr.Key]): known when the host
 // logged in rightly from the client, as the known hosts remember it (see
 // knownhosts.go), else new. It reads no Store: a read to place a login
 // would be the very call the host gate bounds, outside its bound. So a
@@ -150,11 +108,11 @@ func loginAccount(t loginTarget) accountKey {
 // host id with client among its known addresses, however old the entry:
 // it places a login at a gate, it grants nothing.
 func (a *Authenticator) cachedKnown(id, client string) bool {
-	r := a.status.peek(accountKey{kind: KindHost, name: id})
+	r := a.status.Peek(accountKey{kind: KindHost, name: id})
 	if r == nil {
 		return false
 	}
-	e := r.login.Load()
+	e := r.Login.Load()
 	return e != nil && slices.Contains(e.clients, client)
 }
 
@@ -164,7 +122,7 @@ func (a *Authenticator) cachedKnown(id, client string) bool {
 // that a Store fault never passes for a name that does not exist; the
 // login answers the fault itself.
 func (a *Authenticator) loginClass(ctx context.Context, t loginTarget) int {
-	client := clientKey(ctx)
+	client := clientaddr.Key(clientaddr.Counted(ctx))
 	var clients []state.Client
 	var err error
 	if t.read != nil {

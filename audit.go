@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/clientaddr"
 )
 
 // EventType names an audit event.
@@ -160,11 +162,8 @@ func (a *Authenticator) emit(ctx context.Context, e Event) {
 		return
 	}
 	e.Time = a.now()
-	e.Client, _ = clientAddrOf(ctx)
-	if p, ok := FromContext(ctx); ok && e.ActorKind == "" {
-		e.ActorKind, e.Actor = p.Kind, p.Name
-	}
-	if p, ok := ctx.Value(actorKey{}).(*Principal); ok && e.ActorKind == "" {
+	e.Client, _ = clientaddr.FromContext(ctx)
+	if p, ok := actorOf(ctx); ok && e.ActorKind == "" {
 		e.ActorKind, e.Actor = p.Kind, p.Name
 	}
 	a.cfg.OnEvent(ctx, e)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/httpx"
 	"github.com/nmauth/nmauth/internal/knownset"
 )
 
@@ -127,10 +128,10 @@ type Authenticator struct {
 		stop context.CancelFunc
 	}
 	tokens *tokenCache
-	status *statusCache[accountStatus]
+	status *statusCache
 	// access keeps the access tokens; nil when the Store does not.
 	access  *guardedTokens
-	clients *clientLimiter
+	clients *httpx.Clients
 	// writes queues the writes of right host logins; nil when the Store
 	// does not batch them.
 	writes *hostWriter
@@ -192,7 +193,7 @@ func New(cfg Config) (*Authenticator, error) {
 		tokens:   newTokenCache(cfg.TokenCacheSize),
 		status:   newStatusCache(cfg.StatusCacheTTL, cfg.StatusCacheSize, loadStatus(store, accessStore)),
 		access:   access,
-		clients:  newClientLimiter(cfg),
+		clients:  httpx.NewClients(cfg.TrustedProxies, cfg.Logger, cfg.ClientRate, cfg.ClientBurst, cfg.Now()),
 		writes:   newHostWriter(cfg.Store, cfg.HostWriteQueue, cfg.Logger),
 		log:      cfg.Logger,
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/limit"
 	"github.com/nmauth/nmauth/internal/standing"
 )
@@ -58,12 +58,12 @@ func (a *Authenticator) checkBearer(ctx context.Context, credential string, p *P
 		expires = p.ExpiresAt
 	}
 	// The status cache's hits are the token cache's, corrected here off
-	// the path of a cached token that is checked (see statusCache.stats).
+	// the path of a cached token that is checked (see [standing.Status.Counts]).
 	reaches := account != nil && now.Before(expires)
 	if hit && !reaches {
-		a.status.lost.Add(1)
+		a.status.Lost.Add(1)
 	} else if !hit && reaches {
-		a.status.extra.Add(1)
+		a.status.Extra.Add(1)
 	}
 	if !now.Before(expires) {
 		return compactPrincipal{}, false, ErrUnauthenticated
@@ -93,9 +93,9 @@ func (a *Authenticator) verifyToken(ctx context.Context, credential string, now 
 		}
 		return Principal{}, nil, nil, err
 	}
-	account = a.status.ref(accountOf(p))
+	account = a.status.Ref(accountOf(p))
 	if p.Kind == KindAccessToken {
-		token = a.status.ref(&accountKey{kind: KindAccessToken, name: p.TokenID})
+		token = a.status.Ref(&accountKey{kind: KindAccessToken, name: p.TokenID})
 	}
 	return p, account, token, nil
 }
@@ -123,13 +123,13 @@ func (a *Authenticator) limitBearer(ctx *bearerContext, err error) error {
 	if err != nil && !wrong || limit.Counted(ctx.Context) {
 		return err
 	}
-	client, _ := clientAddrOf(ctx)
+	client, _ := clientaddr.FromContext(ctx)
 	now := a.now()
 	var wait time.Duration
 	if wrong {
-		wait = a.clients.wrongBearer(client, now)
+		wait = a.clients.WrongBearer(client, now)
 	} else {
-		wait = a.clients.buckets.Throttled(client, now)
+		wait = a.clients.Buckets.Throttled(client, now)
 	}
 	if wait <= 0 {
 		return err
@@ -193,7 +193,7 @@ func (a *Authenticator) checkStanding(ctx context.Context, p *Principal, held *c
 		}
 		return nil
 	}
-	st, err := a.status.standing(ctx, account, now)
+	st, err := a.status.Standing(ctx, account, now)
 	if err != nil {
 		return err
 	}
@@ -211,8 +211,8 @@ func (a *Authenticator) checkStanding(ctx context.Context, p *Principal, held *c
 		return nil
 	}
 	// A second call of standing, which the token cache's hits leave out.
-	a.status.extra.Add(1)
-	if st, err = a.status.standing(ctx, token, now); err != nil {
+	a.status.Extra.Add(1)
+	if st, err = a.status.Standing(ctx, token, now); err != nil {
 		return err
 	}
 	if !st.Active {
@@ -275,108 +275,24 @@ type accountKey struct {
 	name string
 }
 
-// accountRef is the status cache's place for one account: what it last
-// read of the account's standing, shared by every cached token of the
-// account, so that the check of a cached token reaches its account's
-// standing through the token's entry without a second lookup.
-type accountRef[V any] struct {
-	key   accountKey
-	epoch *atomic.Uint64
-	cur   standing.Slot[V]
-	// touched is when an access token's use was last recorded, in Unix
-	// nanoseconds (see noteUse).
-	touched atomic.Int64
-	// login is a host's machine credential as its last clean login read
-	// it (see hostCredential); nil for others.
-	login atomic.Pointer[hostCredential]
-}
+// accountRef is the status cache's place for one account (see
+// [standing.Ref]); its Login is the host's cached machine credential (see
+// hostCredential).
+type accountRef[V any] = standing.Ref[accountKey, V, hostCredential]
 
 // statusCache keeps what the bearer check read of each account's standing
-// for a short time, so that the check does not read the Store on every
-// request. V is what it keeps of an account.
-//
-// Entries live a random time between half the TTL and the TTL (see
-// internal/standing). Each account's place (an accountRef) is held by a
-// cache bounded in entries, which drops one at a time when full, and
-// by the cached tokens of the account, whose own bound holds theirs.
-//
-// A change made through the Authenticator calls forget after the Store has
-// it. A read of the Store that began before that change may finish after
-// the forget; its answer must not be kept. So each account has an epoch,
-// which forget bumps: an entry is trusted only while its account's epoch
-// is still the one read before its load began.
-type statusCache[V any] struct {
-	ttl  time.Duration
-	load func(context.Context, accountKey) (V, error)
-	// c holds the places of the accounts; nil when the cache keeps none.
-	c *standing.Cache[accountKey, accountRef[V]]
-	// misses counts the reads of the Store. The hits are the calls of
-	// standing that read nothing: the token cache's hits, which it counts
-	// already, less those that called no standing (lost), plus the calls
-	// of standing for tokens the token cache did not answer (extra), less
-	// the misses. So the check of a cached token adds to no counter here.
-	misses, lost, extra atomic.Uint64
-}
+// for a short time (see [standing.Status]).
+type statusCache = standing.Status[accountKey, accountStatus, hostCredential]
 
 // newStatusCache returns a cache that keeps up to size accounts for up to
 // ttl each, loading them with load; a negative ttl or size keeps none.
-func newStatusCache[V any](ttl time.Duration, size int, load func(context.Context, accountKey) (V, error)) *statusCache[V] {
-	c := &statusCache[V]{ttl: ttl, load: load}
-	if ttl > 0 && size > 0 {
-		c.c = standing.NewCache(size, func(k accountKey) string { return k.name },
-			func(k accountKey, epoch *atomic.Uint64) *accountRef[V] { return &accountRef[V]{key: k, epoch: epoch} })
-	}
-	return c
+func newStatusCache(ttl time.Duration, size int, load func(context.Context, accountKey) (accountStatus, error)) *statusCache {
+	return standing.NewStatus[accountKey, accountStatus, hostCredential](ttl, size, func(k accountKey) string { return k.name }, load)
 }
 
-// epoch returns the epoch counter of the account k.
-func (c *statusCache[V]) epoch(k accountKey) *atomic.Uint64 { return c.c.Epoch(k) }
-
-// ref returns the place of the account k, nil for none.
-func (c *statusCache[V]) ref(k *accountKey) *accountRef[V] {
-	switch {
-	case k == nil:
-		return nil
-	case c.c == nil:
-		return &accountRef[V]{key: *k}
-	}
-	return c.c.Place(*k)
-}
-
-// peek returns the place of the account k if the cache holds one, else
-// nil, adding none.
-func (c *statusCache[V]) peek(k accountKey) *accountRef[V] {
-	if c.c == nil {
-		return nil
-	}
-	return c.c.Peek(k)
-}
-
-// standing returns what r holds of its account's standing, reading the
-// Store when r holds nothing it may still trust at now. The caller must
-// not change what it points to.
-func (c *statusCache[V]) standing(ctx context.Context, r *accountRef[V], now time.Time) (*V, error) {
-	if c.c == nil {
-		v, err := c.load(ctx, r.key)
-		return &v, err
-	}
-	epoch := r.epoch.Load()
-	if e := r.cur.Load(); e != nil && e.Epoch == epoch && !now.Before(e.Fetched) && now.Before(e.Until) {
-		return &e.V, nil
-	}
-	c.misses.Add(1)
-	v, err := c.load(ctx, r.key)
-	if err != nil {
-		return nil, err
-	}
-	return r.cur.Set(v, epoch, now, c.ttl), nil
-}
-
-// forget makes the cache read k's standing from the Store again, after a
-// change made through this Authenticator; a read already under way when it
-// is called is not kept.
-func (c *statusCache[V]) forget(kind PrincipalKind, name string) {
-	if c.c != nil {
-		c.epoch(accountKey{kind: kind, name: name}).Add(1)
-	}
+// forget makes the status cache read the standing of the account kind
+// name from the Store again, after a change made through this
+// Authenticator; a read already under way when it is called is not kept.
+func (a *Authenticator) forget(kind PrincipalKind, name string) {
+	a.status.Forget(accountKey{kind: kind, name: name})
 }

@@ -6,13 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/nmauth/nmauth/internal/keyed"
-	"github.com/nmauth/nmauth/internal/names"
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
@@ -152,27 +148,15 @@ func newEnrollKeyRecord(k EnrollmentKey, now time.Time) (EnrollmentKey, error) {
 	case !k.ExpiresAt.IsZero() && !k.ExpiresAt.After(now):
 		return EnrollmentKey{}, requestError("expiration must be in the future")
 	}
-	if len(k.Networks) > maxTokenNetworks {
-		return EnrollmentKey{}, requestError("too many networks")
-	}
-	for _, n := range k.Networks {
-		if !names.Network(n) {
-			return EnrollmentKey{}, ErrInvalidNetwork
-		}
+	networks, err := scopeNetworks(k.Networks)
+	if err != nil {
+		return EnrollmentKey{}, err
 	}
 	return EnrollmentKey{
-		Name: k.Name, Tags: slices.Clone(k.Tags),
-		Networks: slices.Compact(slices.Sorted(slices.Values(k.Networks))),
-		Uses:     k.Uses, Unlimited: k.Unlimited,
+		Name: k.Name, Tags: slices.Clone(k.Tags), Networks: networks,
+		Uses: k.Uses, Unlimited: k.Unlimited,
 		ExpiresAt: k.ExpiresAt.Truncate(time.Second).UTC(), CreatedAt: now.UTC(),
 	}, nil
-}
-
-// validLabel reports whether s is 1 to 64 printable characters.
-func validLabel(s string) bool {
-	n := utf8.RuneCountInString(s)
-	return n > 0 && n <= maxAccessTokenName && utf8.ValidString(s) &&
-		!strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
 }
 
 // mintEnrollKey draws k's id and secret, sets its digest, and returns the
@@ -244,7 +228,7 @@ func (a *Authenticator) JoinHost(ctx context.Context, key, id, mac, password str
 		return EnrollmentKey{}, err
 	}
 	h.PasswordHash = a.ring.digestMachineSecret(h.ID, pw)
-	defer a.status.forget(KindHost, h.ID)
+	defer a.forget(KindHost, h.ID)
 	k, err := keys.JoinHost(ctx, keyID, digest, h, h.CreatedAt)
 	switch {
 	case errors.Is(err, ErrNotFound):

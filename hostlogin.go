@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/attempt"
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/names"
 	"github.com/nmauth/nmauth/internal/secret"
@@ -36,7 +38,7 @@ import (
 // says why this keeps every guarantee of the count before the check.
 func (a *Authenticator) loginMachine(parent context.Context, t loginTarget, pw secret.Presented, read *credential,
 	admit func(ctx context.Context) error, grant func(acc account, now time.Time) error) (handled bool, err error) {
-	client := clientKey(parent)
+	client := clientaddr.Key(clientaddr.Counted(parent))
 	// Only a right secret is answered from the cache; any other login
 	// reads the Store as if it were not there.
 	cached := a.cachedHost(t.name, client, a.now())
@@ -77,7 +79,7 @@ func (a *Authenticator) loginMachine(parent context.Context, t loginTarget, pw s
 			case c.format != hashfmt.MachineDigest:
 				return false, nil
 			}
-			if wait := attemptWait(acc, client, a.now()); c.found && wait > 0 {
+			if wait := attempt.Wait(acc.counts, client, a.now()); c.found && wait > 0 {
 				a.emit(ctx, Event{Type: EventLoginThrottled, Kind: t.kind, Name: t.name})
 				return true, &RetryError{Reason: ErrThrottled, RetryAfter: wait}
 			}
@@ -112,7 +114,7 @@ func (a *Authenticator) loginMachine(parent context.Context, t loginTarget, pw s
 			// A read with nothing to write is cached as read; one with a
 			// write replaces what the cache held with the host as the
 			// queued write leaves it (seeded), or else drops it.
-			clean := next == "" && !grantChanges(acc, client)
+			clean := next == "" && !attempt.GrantChanges(acc.counts, client)
 			var seeded bool
 			seeded, err = a.grantMachine(ctx, t, acc, next, client, &cache, admit, grant)
 			switch {
@@ -171,7 +173,7 @@ func (a *Authenticator) grantMachine(ctx context.Context, t loginTarget, acc acc
 			return false, err
 		}
 	}
-	write := next != "" || grantChanges(acc, client)
+	write := next != "" || attempt.GrantChanges(acc.counts, client)
 	if write {
 		if a.writes == nil {
 			_, err := a.grantLogin(ctx, t, *acc.hash, next, client, grant)

@@ -73,12 +73,12 @@ type hostCredential struct {
 // cachedHost returns the host's credential for client if the cache holds
 // one it may trust at now, else nil.
 func (a *Authenticator) cachedHost(id, client string, now time.Time) *hostCredential {
-	r := a.status.peek(accountKey{kind: KindHost, name: id})
+	r := a.status.Peek(accountKey{kind: KindHost, name: id})
 	if r == nil {
 		return nil
 	}
-	e := r.login.Load()
-	if t := now.UnixNano(); e == nil || e.key == nil || e.epoch != r.epoch.Load() || t < e.fetched || t >= e.until ||
+	e := r.Login.Load()
+	if t := now.UnixNano(); e == nil || e.key == nil || e.epoch != r.Epoch.Load() || t < e.fetched || t >= e.until ||
 		!slices.Contains(e.clients, client) {
 		return nil
 	}
@@ -115,13 +115,13 @@ type hostCacheState struct {
 // hostCacheBefore is taken before a host login reads the Store.
 func (a *Authenticator) hostCacheBefore(id string) hostCacheState {
 	c := a.status
-	if c.c == nil {
+	if !c.On() {
 		return hostCacheState{}
 	}
 	k := accountKey{kind: KindHost, name: id}
-	st := hostCacheState{epoch: c.epoch(k).Load(), at: a.now(), on: true}
-	if st.ref = c.peek(k); st.ref != nil {
-		st.prev = st.ref.login.Load()
+	st := hostCacheState{epoch: c.Epoch(k).Load(), at: a.now(), on: true}
+	if st.ref = c.Peek(k); st.ref != nil {
+		st.prev = st.ref.Login.Load()
 	}
 	return st
 }
@@ -174,7 +174,7 @@ func (a *Authenticator) hostEntry(st hostCacheState, acc account) *hostCredentia
 		return nil
 	}
 	e := &hostCredential{key: k, macAddress: acc.host.MACAddress, generation: acc.host.State.v.Generation,
-		fetched: st.at.UnixNano(), until: st.at.Add(a.status.ttl).UnixNano(), epoch: st.epoch}
+		fetched: st.at.UnixNano(), until: st.at.Add(a.status.TTL).UnixNano(), epoch: st.epoch}
 	copy(e.mac[:], mac)
 	for _, c := range *acc.clients {
 		if c == (state.Client{Client: c.Client, Known: true}) {
@@ -187,12 +187,12 @@ func (a *Authenticator) hostEntry(st hostCacheState, acc account) *hostCredentia
 // putHost puts e in the host's place if the entry there is still the one
 // st saw, and reports whether it did.
 func (a *Authenticator) putHost(st hostCacheState, id string, e *hostCredential) bool {
-	r := a.status.ref(&accountKey{kind: KindHost, name: id})
+	r := a.status.Ref(&accountKey{kind: KindHost, name: id})
 	prev := st.prev
 	if r != st.ref {
 		prev = nil
 	}
-	return r.login.CompareAndSwap(prev, e)
+	return r.Login.CompareAndSwap(prev, e)
 }
 
 // dropHost replaces the host's cache entry with one that never answers,
@@ -200,18 +200,18 @@ func (a *Authenticator) putHost(st hostCacheState, id string, e *hostCredential)
 // call keeps nothing (see keepHost). create makes the host's place when
 // the cache holds none, as after a failure counted.
 func (a *Authenticator) dropHost(id string, create bool) {
-	if a.status.c == nil {
+	if !a.status.On() {
 		return
 	}
 	k := accountKey{kind: KindHost, name: id}
-	r := a.status.peek(k)
+	r := a.status.Peek(k)
 	switch {
 	case r == nil && !create:
 		return
 	case r == nil:
-		r = a.status.ref(&k)
-	case r.login.Load() == nil && !create:
+		r = a.status.Ref(&k)
+	case r.Login.Load() == nil && !create:
 		return
 	}
-	r.login.Store(new(hostCredential))
+	r.Login.Store(new(hostCredential))
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/wire"
 )
 
@@ -68,7 +69,7 @@ func TestForwardedHops(t *testing.T) {
 		r := httptest.NewRequest("POST", "/", nil)
 		r.RemoteAddr = "127.0.0.1:40000"
 		r.Header.Set("X-Forwarded-For", tc.xff)
-		if got := clientAddr(r, proxy); got != tc.want {
+		if got := clientaddr.Forwarded(r, clientaddr.Peer(r.RemoteAddr), proxy); got != tc.want {
 			t.Errorf("X-Forwarded-For %q: client %v, want %v", tc.xff, got, tc.want)
 		}
 	}

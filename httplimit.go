@@ -46,8 +46,8 @@ func (a *Authenticator) serveLimited(w http.ResponseWriter, r *http.Request, nex
 	l := new(limitedRequest)
 	ctx := &l.ctx
 	ctx.Context = r.Context()
-	ctx.Client = a.clients.clientOf(r, now)
-	b, d := a.clients.take(ctx.Client, now)
+	ctx.Client = a.clients.ClientOf(r, now)
+	b, d := a.clients.Take(ctx.Client, now)
 	ctx.Counted = b != nil
 	// WithContext's copy does not outlive this line, so it stays on the
 	// stack: the request and its context are one allocation.
@@ -59,7 +59,7 @@ func (a *Authenticator) serveLimited(w http.ResponseWriter, r *http.Request, nex
 	}
 	next.ServeHTTP(w, &l.req)
 	if proved, account := ctx.Proved(); ctx.Counted && proved {
-		a.clients.buckets.GiveBack(b, a.now(), account)
+		a.clients.Buckets.GiveBack(b, a.now(), account)
 	}
 }
 

@@ -130,7 +130,7 @@ func (a *Authenticator) importUser(ctx context.Context, in ImportedUser, write b
 	if u.State.v.Generation, err = a.firstGeneration(); err != nil {
 		return r, err
 	}
-	defer a.status.forget(KindUser, name)
+	defer a.forget(KindUser, name)
 	switch err := a.store.CreateUser(ctx, u); {
 	case errors.Is(err, ErrExists):
 		return r, nil
@@ -155,7 +155,7 @@ func (ad *Admin) ImportHost(ctx context.Context, in ImportedHost, addMember func
 	if err != nil {
 		return r, err
 	}
-	defer a.status.forget(KindHost, r.Name)
+	defer a.forget(KindHost, r.Name)
 	switch err := a.store.CreateHost(ctx, h); {
 	case errors.Is(err, ErrExists):
 		r.Weak = ""

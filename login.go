@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/attempt"
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/names"
 	"github.com/nmauth/nmauth/internal/secret"
 )
@@ -106,12 +108,12 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, pw secret.Pres
 	defer func() { a.hasher.release(held) }()
 	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
-	client := clientKey(ctx)
+	client := clientaddr.Key(clientaddr.Counted(ctx))
 	now := a.now()
 	var hash string
 	var disabled bool
 	err := t.update(ctx, func(acc account) error {
-		if wait := takeAttempt(acc, client, now); wait > 0 {
+		if wait := attempt.Take(acc.counts, client, now); wait > 0 {
 			return &RetryError{Reason: ErrThrottled, RetryAfter: wait}
 		}
 		hash, disabled = *acc.hash, *acc.disabled
@@ -204,7 +206,7 @@ func (a *Authenticator) grantLogin(ctx context.Context, t loginTarget, checked, 
 		if *acc.disabled {
 			return ErrInvalidCredentials
 		}
-		grantAttempt(acc, client)
+		attempt.Grant(acc.counts, client)
 		if newCredential != "" {
 			*acc.hash = newCredential
 		}
@@ -234,7 +236,7 @@ func (a *Authenticator) countFailure(ctx context.Context, t loginTarget, checked
 		if *acc.hash != checked {
 			return errHashChanged
 		}
-		if wait := takeAttempt(acc, client, now); wait > 0 {
+		if wait := attempt.Take(acc.counts, client, now); wait > 0 {
 			return &RetryError{Reason: ErrThrottled, RetryAfter: wait}
 		}
 		return nil
@@ -258,7 +260,7 @@ func (a *Authenticator) countFailure(ctx context.Context, t loginTarget, checked
 func (a *Authenticator) refuseRightPassword(ctx context.Context, t loginTarget, hash, client string, refusal error) error {
 	err := t.update(ctx, func(acc account) error {
 		if *acc.hash == hash {
-			grantAttempt(acc, client)
+			attempt.Grant(acc.counts, client)
 		}
 		return nil
 	})

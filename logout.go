@@ -50,7 +50,7 @@ func (a *Authenticator) Logout(ctx context.Context, p Principal) error {
 	if err != nil {
 		return err
 	}
-	a.status.forget(KindUser, p.Name)
+	a.forget(KindUser, p.Name)
 	a.emit(ctx, Event{Type: EventLoggedOut, Kind: KindUser, Name: p.Name})
 	return nil
 }

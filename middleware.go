@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/nmauth/nmauth/internal/bearer"
+	"github.com/nmauth/nmauth/internal/clientaddr"
 	"github.com/nmauth/nmauth/internal/reqctx"
 )
 
@@ -46,8 +47,8 @@ func (a *Authenticator) authenticate(r *http.Request) (*http.Request, PrincipalK
 	ctx.Context = r.Context()
 	if len(a.cfg.TrustedProxies) == 0 {
 		ctx.client.SetRemote(r.RemoteAddr)
-	} else if _, ok := clientAddrOf(ctx.Context); !ok {
-		ctx.client.Name(clientAddr(r, a.cfg.TrustedProxies))
+	} else if _, ok := clientaddr.FromContext(ctx.Context); !ok {
+		ctx.client.Name(clientaddr.Forwarded(r, clientaddr.Peer(r.RemoteAddr), a.cfg.TrustedProxies))
 	}
 	cred, err := BearerToken(r.Header)
 	if err == nil {
@@ -56,7 +57,7 @@ func (a *Authenticator) authenticate(r *http.Request) (*http.Request, PrincipalK
 		if ctx.p, hit, err = a.checkBearer(ctx, cred, &p); err == nil && !hit {
 			ctx.p = extPrincipal(&p)
 		}
-		if err != nil || a.clients.wrongBearersSeen() {
+		if err != nil || a.clients.Buckets.WrongSeen() {
 			err = a.limitBearer(ctx, err)
 		}
 	}
@@ -95,7 +96,7 @@ func (c *bearerContext) Value(key any) any {
 		if c.checked {
 			return c
 		}
-	case clientAddrKey:
+	case clientaddr.ContextKey:
 		if v, ok := c.client.Value(c.Context, key); ok {
 			return v
 		}

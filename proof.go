@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/attempt"
 )
 
 // What a registered [Extension] (passkeys, single sign-on) does through
@@ -67,7 +69,7 @@ func (a *Authenticator) redeemPreAuthProof(ctx context.Context, preAuthToken, us
 		if err := preAuthStanding(u, c, now); err != nil {
 			return standingRefusal(err, EventSecondFactorThrottled)
 		}
-		settleSecondFactor(u, proof == nil, now)
+		attempt.SettleSecondFactor(&u.State.v, proof == nil, now)
 		if proof != nil {
 			return secondFactor{failed: proof, event: EventSecondFactorFailed}
 		}

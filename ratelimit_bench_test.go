@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/httpx"
 )
 
 // BenchmarkClientLimit measures one attempt through the per-client
@@ -27,16 +29,16 @@ func BenchmarkClientLimit(b *testing.B) {
 		for i := range peers {
 			peers[i] = netip.AddrPortFrom(nthAddr(i), 4000).String()
 		}
-		newLimiter := func() *clientLimiter {
+		newLimiter := func() *httpx.Clients {
 			cfg := Config{Logger: slog.New(slog.DiscardHandler)}
 			cfg.setDefaults()
-			return newClientLimiter(cfg)
+			return httpx.NewClients(cfg.TrustedProxies, cfg.Logger, cfg.ClientRate, cfg.ClientBurst, cfg.Now())
 		}
 		// attempt makes r the request of the i-th peer and counts it.
-		attempt := func(l *clientLimiter, r *http.Request, i int) {
+		attempt := func(l *httpx.Clients, r *http.Request, i int) {
 			r.RemoteAddr = peers[i]
 			now := time.Now()
-			l.take(l.clientOf(r, now), now)
+			l.Take(l.ClientOf(r, now), now)
 		}
 		b.Run(fmt.Sprintf("addresses=%d", n), func(b *testing.B) {
 			l := newLimiter()

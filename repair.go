@@ -63,7 +63,7 @@ func (ad *Admin) RepairRecords(ctx context.Context) ([]*BrokenRecordError, error
 		}
 		// A repair may move a generation or delete a token: this
 		// replica reads the Store again at once.
-		a.status.forget(kind, b.Key)
+		a.forget(kind, b.Key)
 		a.emit(ctx, Event{Type: EventRecordRepaired, Kind: kind, Name: b.Key})
 		a.log.Warn("broken record repaired", "kind", b.Kind, "name", b.Key, "column", b.Column)
 	}

@@ -72,7 +72,9 @@ func (a *Authenticator) Stats() Stats {
 	running, waiting := a.hasher.gate.Load()
 	hostsRunning, hostsWaiting := a.hostGate.Load()
 	tokens := a.tokens.stats()
-	clients := a.clients.stats()
+	var statusHits CacheStats
+	statusHits.Hits, statusHits.Misses, statusHits.Size = a.status.Counts(tokens.Hits)
+	addresses, untrusted, oneAddress := a.clients.Stats()
 	return Stats{
 		PasswordHashesRunning: running,
 		PasswordHashesWaiting: waiting,
@@ -80,26 +82,14 @@ func (a *Authenticator) Stats() Stats {
 		HostLoginsWaiting:     hostsWaiting,
 		KnownHosts:            a.known.Len(),
 		TokenCache:            tokens,
-		StatusCache:           a.status.stats(tokens),
-		ClientAddresses:       clients.Addresses,
-		ForwardedUntrusted:    clients.ForwardedUntrusted,
-		OneAddressMinutes:     clients.OneAddressMinutes,
+		StatusCache:           statusHits,
+		ClientAddresses:       addresses,
+		ForwardedUntrusted:    untrusted,
+		OneAddressMinutes:     oneAddress,
 	}
 }
 
 func (c *tokenCache) stats() CacheStats {
 	hits, misses, size := c.Stats()
 	return CacheStats{Hits: hits, Misses: misses, Size: size}
-}
-
-// stats derives the hits from the token cache's (see statusCache.misses).
-func (c *statusCache[V]) stats(tokens CacheStats) CacheStats {
-	if c.c == nil {
-		return CacheStats{}
-	}
-	// The counters are read one after another while checks go on: a sum
-	// that comes out below zero is one caught between them.
-	misses := c.misses.Load()
-	hits := max(int64(tokens.Hits)-int64(c.lost.Load())+int64(c.extra.Load())-int64(misses), 0)
-	return CacheStats{Hits: uint64(hits), Misses: misses, Size: c.c.EstimatedSize()}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/attempt"
 	"github.com/nmauth/nmauth/internal/otpauth"
 	"github.com/nmauth/nmauth/internal/recovery"
 )
@@ -16,23 +17,6 @@ const (
 	totpPeriod     = otpauth.Period
 	totpSecretSize = otpauth.SecretSize
 )
-
-// maxTOTPFailuresPerToken is how many wrong codes a pre-auth token survives.
-const maxTOTPFailuresPerToken = 5
-
-// The backoff of wrong TOTP codes for one user, across all pre-auth tokens
-// and replicas: the first 5 consecutive failures are free, then each
-// further attempt waits 1 s doubling up to 15 minutes (see [backoff]). At
-// that cap an attacker who knows the password gets 96 guesses a day; with
-// at most 3 of 10^6 codes valid at any time the expected time to break the
-// second factor is over 9 years.
-const (
-	totpFreeFailures = 5
-	totpMaxDelay     = 15 * time.Minute
-)
-
-// totpDelay is the backoff after n consecutive wrong codes for one user.
-func totpDelay(n int) time.Duration { return backoff(n, totpFreeFailures, totpMaxDelay) }
 
 // Enrollment is the answer of init-totp.
 type Enrollment struct {
@@ -192,8 +176,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 			}
 		}
 		u.TOTPSecret, u.State.v.TOTPLastStep = sealed, step
-		u.State.v.TOTPFailures, u.State.v.TOTPBlockedUntil = 0, time.Time{}
-		u.State.v.PreAuthID, u.State.v.PreAuthFailures = "", 0
+		attempt.ClearSecondFactor(&u.State.v)
 		u.RecoveryCodes = hashes
 		u.State.v.Generation++
 		if p.Kind != KindUser {
@@ -204,7 +187,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 		tok, _, err = a.minter.mint(mintArgs{kind: kindUser, subject: u.Name, totp: true, issuedAt: now, ttl: ttl, generation: &g})
 		return err
 	})
-	a.status.forget(KindUser, u.Name)
+	a.forget(KindUser, u.Name)
 	if r.event != "" {
 		a.emit(ctx, Event{Type: r.event, Kind: KindUser, Name: u.Name, Remaining: r.remaining})
 	}
@@ -383,7 +366,7 @@ func (a *Authenticator) matchSecondFactor(u *User, code string, isRecovery bool,
 			r.event = EventTOTPReplayed
 		}
 	}
-	settleSecondFactor(u, ok, now)
+	attempt.SettleSecondFactor(&u.State.v, ok, now)
 	if ok {
 		return r
 	}
@@ -392,22 +375,4 @@ func (a *Authenticator) matchSecondFactor(u *User, code string, isRecovery bool,
 	}
 	r.failed = ErrInvalidCode
 	return r
-}
-
-// settleSecondFactor records the outcome of a second factor in u. One that
-// passed consumes the pre-auth token and clears the failures; one that
-// failed is counted against the token, which dies at
-// five, and in the user's backoff.
-func settleSecondFactor(u *User, passed bool, now time.Time) {
-	if passed {
-		u.State.v.TOTPFailures, u.State.v.TOTPBlockedUntil = 0, time.Time{}
-		u.State.v.PreAuthID, u.State.v.PreAuthFailures = "", 0
-		return
-	}
-	u.State.v.TOTPFailures++
-	u.State.v.PreAuthFailures++
-	if u.State.v.PreAuthFailures >= maxTOTPFailuresPerToken {
-		u.State.v.PreAuthID, u.State.v.PreAuthFailures = "", 0
-	}
-	u.State.v.TOTPBlockedUntil = addDelay(now, totpDelay(u.State.v.TOTPFailures))
 }

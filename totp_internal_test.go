@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"testing"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/attempt"
 )
 
 func testRing(t *testing.T, secrets ...byte) *keyRing {
@@ -90,12 +92,12 @@ func TestEnrollmentSignature(t *testing.T) {
 
 func TestTOTPDelayBound(t *testing.T) {
 	for n := range 5 {
-		if totpDelay(n) != 0 {
+		if attempt.TOTPDelay(n) != 0 {
 			t.Fatalf("delay after %d failures", n)
 		}
 	}
-	if totpDelay(5) != time.Second || totpDelay(6) != 2*time.Second || totpDelay(1000) != 15*time.Minute {
-		t.Fatalf("delays %s %s %s", totpDelay(5), totpDelay(6), totpDelay(1000))
+	if attempt.TOTPDelay(5) != time.Second || attempt.TOTPDelay(6) != 2*time.Second || attempt.TOTPDelay(1000) != 15*time.Minute {
+		t.Fatalf("delays %s %s %s", attempt.TOTPDelay(5), attempt.TOTPDelay(6), attempt.TOTPDelay(1000))
 	}
 }
 

@@ -144,3 +144,42 @@ func Entry(clients *[]state.Client, client string) *state.Client {
 func Known(clients []state.Client, client string) bool {
 	return slices.ContainsFunc(clients, func(c state.Client) bool { return c.Known && c.Client == client })
 }
+
+// The backoff of wrong TOTP codes for one user, across all pre-auth tokens
+// and replicas: the first TOTPFreeFailures consecutive failures are free,
+// then each further attempt waits 1 s doubling up to 15 minutes (see
+// [Backoff]). At that cap an attacker who knows the password gets 96
+// guesses a day; with at most 3 of 10^6 codes valid at any time the
+// expected time to break the second factor is over 9 years. A pre-auth
+// token survives MaxTOTPFailuresPerToken wrong codes.
+const (
+	TOTPFreeFailures        = 5
+	totpMaxDelay            = 15 * time.Minute
+	MaxTOTPFailuresPerToken = 5
+)
+
+// TOTPDelay is the backoff after n consecutive wrong codes for one user.
+func TOTPDelay(n int) time.Duration { return Backoff(n, TOTPFreeFailures, totpMaxDelay) }
+
+// ClearSecondFactor forgets u's wrong codes and its pre-auth token.
+func ClearSecondFactor(u *state.User) {
+	u.TOTPFailures, u.TOTPBlockedUntil = 0, time.Time{}
+	u.PreAuthID, u.PreAuthFailures = "", 0
+}
+
+// SettleSecondFactor records the outcome of a second factor in u at now.
+// One that passed consumes the pre-auth token and clears the failures; one
+// that failed is counted against the token, which dies at
+// MaxTOTPFailuresPerToken, and in the user's backoff.
+func SettleSecondFactor(u *state.User, passed bool, now time.Time) {
+	if passed {
+		ClearSecondFactor(u)
+		return
+	}
+	u.TOTPFailures++
+	u.PreAuthFailures++
+	if u.PreAuthFailures >= MaxTOTPFailuresPerToken {
+		u.PreAuthID, u.PreAuthFailures = "", 0
+	}
+	u.TOTPBlockedUntil = AddDelay(now, TOTPDelay(u.TOTPFailures))
+}

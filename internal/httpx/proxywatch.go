@@ -1,9 +1,9 @@
-// Package httpx watches the requests of nmauth's login routes for the signs
-// that they stand behind a reverse proxy nobody named as trusted: a
-// forwarding header from an untrusted peer, and one address making most
-// of a minute's attempts. It counts each sign and logs it at most once a
-// minute. It knows nothing of the Authenticator or its limit: its caller
-// says what each request and attempt was.
+// Package httpx holds the per-client limit of nmauth's login routes: it
+// names a request's client, counts its attempts, and watches for the
+// signs that the routes stand behind a reverse proxy nobody named as
+// trusted: a forwarding header from an untrusted peer, and one address
+// making most of a minute's attempts. It counts each sign and logs it at
+// most once a minute. It knows nothing of the Authenticator.
 package httpx
 
 import (

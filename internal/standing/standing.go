@@ -6,7 +6,8 @@
 // account bumps so that a read that began before the change keeps
 // nothing; and a cache bounded in entries that holds each account's
 // place. It knows nothing of the Store; its caller makes each account's
-// place and loads what goes in its slot.
+// place and loads what goes in its slot; [Status] puts the pieces
+// together.
 package standing
 
 import (
