@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/keyed"
 	"github.com/nmauth/nmauth/internal/names"
 	"github.com/nmauth/nmauth/internal/secret"
@@ -189,7 +190,7 @@ func (a *Authenticator) mintEnrollKey(k *EnrollmentKey) (string, error) {
 // machineDigest is the stored form of a machine MAC under k, as
 // [keyRing.digestMachineSecret] writes it.
 func machineDigest(k *ringKey, mac [32]byte) string {
-	return machineDigestPrefix + k.id + "$" + base64.RawStdEncoding.EncodeToString(mac[:])
+	return hashfmt.MachineDigestPrefix + k.id + "$" + base64.RawStdEncoding.EncodeToString(mac[:])
 }
 
 // enrollDigestName is what an enrollment key's digest is bound to: its
