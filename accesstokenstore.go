@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/guard"
 )
 
 // AccessToken is the stored record of a personal access token. It holds
@@ -181,7 +183,7 @@ func (s *MemoryStore) TouchAccessToken(ctx context.Context, id string, used time
 // guardedTokens is the [AccessTokenStore] of a guarded Store, under the
 // same deadline and fault answers as its other calls.
 type guardedTokens struct {
-	g     *guardedStore
+	g     *guard.Guard
 	inner AccessTokenStore
 }
 
@@ -192,30 +194,30 @@ func (s *guardedStore) accessTokens() *guardedTokens {
 	if !ok {
 		return nil
 	}
-	return &guardedTokens{g: s, inner: inner}
+	return &guardedTokens{g: s.g, inner: inner}
 }
 
 func (t *guardedTokens) CreateAccessToken(ctx context.Context, at AccessToken, max int) error {
-	return t.g.call(ctx, "create access token", func(ctx context.Context) error { return t.inner.CreateAccessToken(ctx, at, max) },
+	return t.g.Call(ctx, "create access token", func(ctx context.Context) error { return t.inner.CreateAccessToken(ctx, at, max) },
 		func(err error) bool { return contractError(err) || errors.Is(err, ErrTooManyAccessTokens) })
 }
 
 func (t *guardedTokens) GetAccessToken(ctx context.Context, id string) (AccessToken, error) {
-	return guardedResult(t.g, ctx, "get access token", func(ctx context.Context) (AccessToken, error) { return t.inner.GetAccessToken(ctx, id) }, contractError)
+	return guard.Result(t.g, ctx, "get access token", func(ctx context.Context) (AccessToken, error) { return t.inner.GetAccessToken(ctx, id) }, contractError)
 }
 
 func (t *guardedTokens) ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error) {
-	return guardedList(t.g, ctx, "list access tokens", func(ctx context.Context) ([]AccessToken, error) { return t.inner.ListAccessTokens(ctx, userName) })
+	return guard.List(t.g, ctx, "list access tokens", func(ctx context.Context) ([]AccessToken, error) { return t.inner.ListAccessTokens(ctx, userName) }, contractError)
 }
 
 func (t *guardedTokens) DeleteAccessToken(ctx context.Context, id string) error {
-	return t.g.call(ctx, "delete access token", func(ctx context.Context) error { return t.inner.DeleteAccessToken(ctx, id) }, contractError)
+	return t.g.Call(ctx, "delete access token", func(ctx context.Context) error { return t.inner.DeleteAccessToken(ctx, id) }, contractError)
 }
 
 func (t *guardedTokens) DeleteUserAccessTokens(ctx context.Context, userName string) error {
-	return t.g.call(ctx, "delete access tokens", func(ctx context.Context) error { return t.inner.DeleteUserAccessTokens(ctx, userName) }, contractError)
+	return t.g.Call(ctx, "delete access tokens", func(ctx context.Context) error { return t.inner.DeleteUserAccessTokens(ctx, userName) }, contractError)
 }
 
 func (t *guardedTokens) TouchAccessToken(ctx context.Context, id string, used time.Time) error {
-	return t.g.call(ctx, "touch access token", func(ctx context.Context) error { return t.inner.TouchAccessToken(ctx, id, used) }, contractError)
+	return t.g.Call(ctx, "touch access token", func(ctx context.Context) error { return t.inner.TouchAccessToken(ctx, id, used) }, contractError)
 }

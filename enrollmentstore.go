@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync/atomic"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/guard"
 )
 
 // EnrollmentKeyStore is implemented by a [Store] that keeps enrollment
@@ -122,45 +123,25 @@ type guardedEnroll struct {
 }
 
 func (e *guardedEnroll) CreateEnrollmentKey(ctx context.Context, k EnrollmentKey) error {
-	return e.g.call(ctx, "create enrollment key", func(ctx context.Context) error { return e.inner.CreateEnrollmentKey(ctx, k) }, contractError)
+	return e.g.g.Call(ctx, "create enrollment key", func(ctx context.Context) error { return e.inner.CreateEnrollmentKey(ctx, k) }, contractError)
 }
 
 func (e *guardedEnroll) GetEnrollmentKey(ctx context.Context, id string) (EnrollmentKey, error) {
-	return guardedResult(e.g, ctx, "get enrollment key", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.GetEnrollmentKey(ctx, id) }, contractError)
+	return guard.Result(e.g.g, ctx, "get enrollment key", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.GetEnrollmentKey(ctx, id) }, contractError)
 }
 
 func (e *guardedEnroll) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, error) {
-	return guardedResult(e.g, ctx, "list enrollment keys", e.inner.ListEnrollmentKeys, contractError)
+	return guard.Result(e.g.g, ctx, "list enrollment keys", e.inner.ListEnrollmentKeys, contractError)
 }
 
 func (e *guardedEnroll) RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error {
-	return e.g.call(ctx, "revoke enrollment key", func(ctx context.Context) error { return e.inner.RevokeEnrollmentKey(ctx, id, at) }, contractError)
+	return e.g.g.Call(ctx, "revoke enrollment key", func(ctx context.Context) error { return e.inner.RevokeEnrollmentKey(ctx, id, at) }, contractError)
 }
 
 func (e *guardedEnroll) DeleteEnrollmentKey(ctx context.Context, id string) error {
-	return e.g.call(ctx, "delete enrollment key", func(ctx context.Context) error { return e.inner.DeleteEnrollmentKey(ctx, id) }, contractError)
+	return e.g.g.Call(ctx, "delete enrollment key", func(ctx context.Context) error { return e.inner.DeleteEnrollmentKey(ctx, id) }, contractError)
 }
 
 func (e *guardedEnroll) JoinHost(ctx context.Context, keyID, digest string, h Host, now time.Time) (EnrollmentKey, error) {
-	return guardedResult(e.g, ctx, "join host", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.JoinHost(ctx, keyID, digest, h, now) }, contractError)
-}
-
-// guardedResult runs op under g as a call of what, whose errors keep
-// tells from faults, and returns its value
-// only when it answered in time: a call past its deadline may still be
-// running, and its value is never read.
-func guardedResult[T any](g *guardedStore, ctx context.Context, what string, op func(context.Context) (T, error), keep func(error) bool) (T, error) {
-	var got atomic.Pointer[T]
-	err := g.call(ctx, what, func(ctx context.Context) error {
-		v, err := op(ctx)
-		if err == nil {
-			got.Store(&v)
-		}
-		return err
-	}, keep)
-	var zero T
-	if p := got.Load(); err == nil && p != nil {
-		return *p, nil
-	}
-	return zero, err
+	return guard.Result(e.g.g, ctx, "join host", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.JoinHost(ctx, keyID, digest, h, now) }, contractError)
 }

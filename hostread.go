@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/guard"
 	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/state"
 )
@@ -27,7 +28,7 @@ func (s *guardedStore) getHostLogin(ctx context.Context, id string) (h Host, err
 	if !ok {
 		return s.GetHost(ctx, id)
 	}
-	return guardedResult(s, ctx, "get host", func(ctx context.Context) (Host, error) { return lean.GetHostLogin(ctx, id) }, contractError)
+	return guard.Result(s.g, ctx, "get host", func(ctx context.Context) (Host, error) { return lean.GetHostLogin(ctx, id) }, contractError)
 }
 
 // hostCredential is what a host login keeps of a host whose login it

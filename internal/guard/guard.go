@@ -137,6 +137,25 @@ func (g *Guard) Call(ctx context.Context, what string, op func(context.Context) 
 	return fmt.Errorf("%w: %s: %w", g.unavailable, what, err)
 }
 
+// Result is Call for an op that returns a value, which is returned only
+// when the call answered in time with nil: a call past its deadline may
+// still be running, and its value is never read.
+func Result[T any](g *Guard, ctx context.Context, what string, op func(context.Context) (T, error), keep func(error) bool) (T, error) {
+	var got atomic.Pointer[T]
+	err := g.Call(ctx, what, func(ctx context.Context) error {
+		v, err := op(ctx)
+		if err == nil {
+			got.Store(&v)
+		}
+		return err
+	}, keep)
+	if p := got.Load(); err == nil && p != nil {
+		return *p, nil
+	}
+	var zero T
+	return zero, err
+}
+
 // List is Call for a listing, which op may answer with what it read
 // beside its error: that is returned too, when the call answered in time
 // with nil or an error that keep keeps.
@@ -186,8 +205,11 @@ func Update[R any](g *Guard, ctx context.Context, what, key string,
 	return err
 }
 
-// Ask runs hook as Call runs a call, every error of it a failure, and
-// reports its answer: false with any error.
+// Ask runs hook, one of an application's hooks (which typically read a
+// database of the application's), as Call runs a call: under the
+// deadline even if the hook ignores its context, with a panic contained.
+// Every error of it is a failure; it reports hook's answer, false with
+// any error.
 func (g *Guard) Ask(ctx context.Context, what string, hook func(context.Context) (bool, error)) (bool, error) {
 	var ok atomic.Bool
 	err := g.Call(ctx, what, func(ctx context.Context) error {
