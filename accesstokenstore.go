@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth/internal/guard"
+	"github.com/nmauth/nmauth/internal/memtable"
 )
 
 // AccessToken is the stored record of a personal access token. It holds
@@ -99,7 +100,7 @@ func (accessRow) Key(t *AccessToken) *string { return &t.ID }
 
 // CreateAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken, max int) error {
-	return s.do(ctx, func() error {
+	return memtable.Do(ctx, &s.mu, func() error {
 		if _, ok := s.access.Get(t.ID); ok {
 			return ErrExists
 		}
@@ -130,12 +131,12 @@ func liveAccessToken(other, t AccessToken) bool {
 
 // GetAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) GetAccessToken(ctx context.Context, id string) (AccessToken, error) {
-	return locked(s, ctx, func() (AccessToken, error) { return found(s.access.Get(id)) })
+	return memtable.Lock(ctx, &s.mu, func() (AccessToken, error) { return s.access.Find(id, ErrNotFound) })
 }
 
 // ListAccessTokens implements [AccessTokenStore].
 func (s *MemoryStore) ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error) {
-	return locked(s, ctx, func() ([]AccessToken, error) {
+	return memtable.Lock(ctx, &s.mu, func() ([]AccessToken, error) {
 		var out []AccessToken
 		for _, t := range s.access.All() {
 			if t.UserName == userName {
@@ -151,15 +152,12 @@ func (s *MemoryStore) ListAccessTokens(ctx context.Context, userName string) ([]
 
 // DeleteAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) DeleteAccessToken(ctx context.Context, id string) error {
-	return s.do(ctx, func() error {
-		s.access.Delete(id)
-		return nil
-	})
+	return memtable.Do(ctx, &s.mu, func() error { return s.access.Remove(id) })
 }
 
 // DeleteUserAccessTokens implements [AccessTokenStore].
 func (s *MemoryStore) DeleteUserAccessTokens(ctx context.Context, userName string) error {
-	return s.do(ctx, func() error {
+	return memtable.Do(ctx, &s.mu, func() error {
 		for id, t := range s.access.All() {
 			if t.UserName == userName {
 				s.access.Delete(id)
@@ -171,7 +169,7 @@ func (s *MemoryStore) DeleteUserAccessTokens(ctx context.Context, userName strin
 
 // TouchAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) TouchAccessToken(ctx context.Context, id string, used time.Time) error {
-	return s.do(ctx, func() error {
+	return memtable.Do(ctx, &s.mu, func() error {
 		if t, ok := s.access.Get(id); ok && used.After(t.LastUsed) {
 			t.LastUsed = used
 			s.access.Put(t)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth/internal/guard"
+	"github.com/nmauth/nmauth/internal/memtable"
 )
 
 // EnrollmentKeyStore is implemented by a [Store] that keeps enrollment
@@ -54,17 +55,17 @@ func (enrollRow) Key(k *EnrollmentKey) *string { return &k.ID }
 
 // CreateEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) CreateEnrollmentKey(ctx context.Context, k EnrollmentKey) error {
-	return s.do(ctx, func() error { return created(s.enroll.Create(k)) })
+	return memtable.Do(ctx, &s.mu, func() error { return s.enroll.Insert(k, ErrExists) })
 }
 
 // GetEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) GetEnrollmentKey(ctx context.Context, id string) (EnrollmentKey, error) {
-	return locked(s, ctx, func() (EnrollmentKey, error) { return found(s.enroll.Get(id)) })
+	return memtable.Lock(ctx, &s.mu, func() (EnrollmentKey, error) { return s.enroll.Find(id, ErrNotFound) })
 }
 
 // ListEnrollmentKeys implements [EnrollmentKeyStore].
 func (s *MemoryStore) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, error) {
-	return locked(s, ctx, func() ([]EnrollmentKey, error) {
+	return memtable.Lock(ctx, &s.mu, func() ([]EnrollmentKey, error) {
 		out := make([]EnrollmentKey, 0, s.enroll.Len())
 		for _, k := range s.enroll.All() {
 			out = append(out, enrollRow{}.Clone(k))
@@ -78,7 +79,7 @@ func (s *MemoryStore) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, 
 
 // RevokeEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error {
-	return s.do(ctx, func() error {
+	return memtable.Do(ctx, &s.mu, func() error {
 		k, ok := s.enroll.Get(id)
 		if !ok {
 			return ErrNotFound
@@ -93,15 +94,12 @@ func (s *MemoryStore) RevokeEnrollmentKey(ctx context.Context, id string, at tim
 
 // DeleteEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) DeleteEnrollmentKey(ctx context.Context, id string) error {
-	return s.do(ctx, func() error {
-		s.enroll.Delete(id)
-		return nil
-	})
+	return memtable.Do(ctx, &s.mu, func() error { return s.enroll.Remove(id) })
 }
 
 // JoinHost implements [EnrollmentKeyStore] under the store's lock.
 func (s *MemoryStore) JoinHost(ctx context.Context, keyID, digest string, h Host, now time.Time) (EnrollmentKey, error) {
-	return locked(s, ctx, func() (EnrollmentKey, error) {
+	return memtable.Lock(ctx, &s.mu, func() (EnrollmentKey, error) {
 		k, ok := s.enroll.Get(keyID)
 		if !ok || k.Digest != digest || !k.Usable(now) {
 			return EnrollmentKey{}, ErrNotFound
