@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/nmauth/nmauth/internal/batch"
@@ -134,7 +133,7 @@ type hostWriter struct {
 	// seedHost may have made from the write.
 	lost func(id string)
 	// failing is set while the Store does not take a batch.
-	failing atomic.Bool
+	failing batch.Failing
 	queue   *batch.Queue[hostWrite]
 }
 
@@ -145,7 +144,10 @@ func newHostWriter(store Store, bound int, log *slog.Logger) *hostWriter {
 	if !ok || bound < 0 {
 		return nil
 	}
-	q := &hostWriter{store: b, log: log, lost: func(string) {}}
+	q := &hostWriter{store: b, log: log, lost: func(string) {}, failing: batch.Failing{Log: log,
+		Waits:    "host login writes wait for the store",
+		Panicked: "the store panicked in update hosts; host login writes wait for it",
+		Back:     "host login writes reach the store again"}}
 	q.queue = batch.New[hostWrite](q, bound, hostWriteBatch)
 	return q
 }
@@ -179,28 +181,16 @@ func (q *hostWriter) Write(batch []hostWrite) error {
 }
 
 // Failed drops the cached credentials of a batch the Store did not take.
-// The batch waits for the Store; one line says so, with the stack of a
-// panic, and one more when it takes it (see Recovered).
+// The batch waits for the Store; one line says so, and one more when it
+// takes it (see [batch.Failing]).
 func (q *hostWriter) Failed(writes []hostWrite, err error, again bool) {
-	q.failing.Store(true)
+	q.failing.Failed(len(writes), err, again)
 	for i := range writes {
 		q.lost(writes[i].id)
 	}
-	var p *batch.Panic
-	switch {
-	case again:
-	case errors.As(err, &p):
-		q.log.Error("the store panicked in update hosts; host login writes wait for it", "writes", len(writes),
-			"panic", p.Value, "stack", p.Stack)
-	default:
-		q.log.Warn("host login writes wait for the store", "writes", len(writes), "err", err)
-	}
 }
 
-func (q *hostWriter) Recovered() {
-	q.log.Info("host login writes reach the store again")
-	q.failing.Store(false)
-}
+func (q *hostWriter) Recovered() { q.failing.Recovered() }
 
 // flush waits until every write queued so far is made, or ctx ends.
 func (q *hostWriter) flush(ctx context.Context) error {
