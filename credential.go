@@ -11,15 +11,10 @@ import (
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
-// How a login checks the secret it was presented, prepared and classified
-// once at the door (see internal/secret), against what an account stores,
-// and what it stores next: as Django's check_password, the stored
-// credential is identified once (identify), then verified and asked
-// whether it needs an update on that one format (verify); the answer
-// carries the new credential, so that nothing after the check holds the
-// secret. Every check of a presented secret is verify's; the rest of the
-// file is the machine-secret digest, keyed by the root secrets, that
-// access tokens and enrollment keys use too.
+// A login checks the presented secret, prepared and classified once (see
+// internal/secret), against the stored credential as Django's
+// check_password does: identified once (identify), then verified and
+// asked whether it needs an update on that one format (verify).
 
 // credential is an account's stored credential as a login identified it,
 // once: a machine-secret digest, with the key of the root secret it is

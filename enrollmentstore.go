@@ -80,15 +80,12 @@ func (s *MemoryStore) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, 
 // RevokeEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error {
 	return memtable.Do(ctx, &s.mu, func() error {
-		k, ok := s.enroll.Get(id)
-		if !ok {
-			return ErrNotFound
-		}
-		if k.RevokedAt.IsZero() {
-			k.RevokedAt = at
-			s.enroll.Put(k)
-		}
-		return nil
+		return s.enroll.Change(id, func(k *EnrollmentKey) error {
+			if k.RevokedAt.IsZero() {
+				k.RevokedAt = at
+			}
+			return nil
+		}, ErrNotFound)
 	})
 }
 

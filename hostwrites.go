@@ -192,14 +192,6 @@ func (q *hostWriter) Failed(writes []hostWrite, err error, again bool) {
 
 func (q *hostWriter) Recovered() { q.failing.Recovered() }
 
-// flush waits until every write queued so far is made, or ctx ends.
-func (q *hostWriter) flush(ctx context.Context) error {
-	if n, err := q.queue.Flush(ctx); err != nil {
-		return fmt.Errorf("nmauth: %d host login writes not made: %w", n, err)
-	}
-	return nil
-}
-
 // Shutdown waits until the writes of host logins that wait in the queue
 // (see [HostBatchStore]) are made, or until ctx ends, which it returns
 // with the number of writes left, and ends the background read of the
@@ -213,5 +205,8 @@ func (a *Authenticator) Shutdown(ctx context.Context) error {
 	if a.writes == nil {
 		return nil
 	}
-	return a.writes.flush(ctx)
+	if n, err := a.writes.queue.Flush(ctx); err != nil {
+		return fmt.Errorf("nmauth: %d host login writes not made: %w", n, err)
+	}
+	return nil
 }

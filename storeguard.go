@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/nmauth/nmauth/internal/guard"
 )
@@ -26,19 +25,14 @@ func newGuardedStore(cfg Config) *guardedStore {
 	return &guardedStore{Store: cfg.Store, g: guard.New(cfg.StoreTimeout, ErrStoreUnavailable, cfg.Logger, cfg.Now)}
 }
 
-// checkStore refuses a Store that is nil or a nil pointer (or map, slice,
-// func, chan) of a type that implements Store: either would be accepted by
-// New and fail only at its first use.
+// checkStore refuses a Store that is nil, or a nil value of a type that
+// implements Store (see [guard.Nil]).
 func checkStore(s Store) error {
-	if s == nil {
+	switch {
+	case s == nil:
 		return errors.New("nmauth: Config.Store is required")
-	}
-	v := reflect.ValueOf(s)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		if v.IsNil() {
-			return fmt.Errorf("nmauth: Config.Store is a nil %T; give it a value, such as nmauth.NewMemoryStore()", s)
-		}
+	case guard.Nil(s):
+		return fmt.Errorf("nmauth: Config.Store is a nil %T; give it a value, such as nmauth.NewMemoryStore()", s)
 	}
 	return nil
 }
@@ -71,9 +65,8 @@ func (s *guardedStore) DeleteUser(ctx context.Context, name string) error {
 	return s.g.Call(ctx, "delete user", func(ctx context.Context) error { return s.Store.DeleteUser(ctx, name) }, contractError)
 }
 
-func (s *guardedStore) GetHost(ctx context.Context, id string) (h Host, err error) {
-	h, err = guard.Result(s.g, ctx, "get host", func(ctx context.Context) (Host, error) { return s.Store.GetHost(ctx, id) }, contractError)
-	return h, err
+func (s *guardedStore) GetHost(ctx context.Context, id string) (Host, error) {
+	return guard.Result(s.g, ctx, "get host", func(ctx context.Context) (Host, error) { return s.Store.GetHost(ctx, id) }, contractError)
 }
 
 func (s *guardedStore) CreateHost(ctx context.Context, h Host) error {

@@ -4,7 +4,8 @@
 // panic of the call is contained and returned as an error of that call
 // alone, and failures are logged at a bounded rate. It knows nothing of
 // what it calls beyond its name (what) and which of its errors are
-// answers rather than failures (keep).
+// answers rather than failures (keep). [Nil] refuses a party that is nil
+// behind its interface before any call.
 package guard
 
 import (
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -43,6 +45,20 @@ func New(timeout time.Duration, unavailable error, log *slog.Logger, now func() 
 		panics:      &faultLog{log: log, now: now, interval: time.Second},
 		idle:        make(chan func()),
 	}
+}
+
+// Nil reports whether v, a party given to be called, is nil or a nil
+// pointer, map, slice, func or chan behind an interface: either would be
+// accepted and fail only at its first call.
+func Nil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return r.IsNil()
+	}
+	return false
 }
 
 // workerIdle is how long a goroutine that ran a call waits for the next

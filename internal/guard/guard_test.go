@@ -204,3 +204,17 @@ func TestResult(t *testing.T) {
 		t.Errorf("Result past the deadline = %d, %v; want 0, unavailable", v, err)
 	}
 }
+
+func TestNil(t *testing.T) {
+	var p *int
+	var m map[string]int
+	var f func()
+	for _, tc := range []struct {
+		v    any
+		want bool
+	}{{nil, true}, {p, true}, {m, true}, {f, true}, {new(int), false}, {3, false}, {"", false}} {
+		if got := Nil(tc.v); got != tc.want {
+			t.Errorf("Nil(%#v) = %v; want %v", tc.v, got, tc.want)
+		}
+	}
+}
