@@ -109,11 +109,8 @@ func credentialFault(t loginTarget, err error) error {
 
 // nextCredential returns what a right secret is stored as from now on, or
 // "" to keep what is stored: a host's machine secret moves to its digest
-// under the first root secret, from a password hash or from another root
-// secret's digest; a password hash weaker than a new one would be is
-// hashed again. format is that of the credential stored, as identified
-// for its check, and upgrade the verdict of its check that it needs an
-// update. The caller of an argon2id run holds a hashing slot.
+// under the first root secret; a password hash its check found in need of
+// an update (upgrade) is hashed again, by a caller holding a slot.
 func (a *Authenticator) nextCredential(t loginTarget, format hashfmt.Format, pw secret.Presented, upgrade bool) string {
 	switch {
 	case pw.Machine && (upgrade || format != hashfmt.MachineDigest):

@@ -69,9 +69,8 @@ type hostWrite struct {
 	clients  []state.Client
 	// generation is the host's generation as the login read it.
 	generation uint64
-	// asRead is set by apply: whether the write found the host as its
-	// login read it, failure state and generation, and so left it as
-	// seedHost cached it.
+	// asRead is set by apply: whether the write found the host as read,
+	// and so left it as seedHost cached it.
 	asRead bool
 }
 
@@ -126,11 +125,9 @@ func sameClients(a, b []state.Client) bool {
 type hostWriter struct {
 	store HostBatchStore
 	log   *slog.Logger
-	// lost is called with the host of each write that was not made as its
-	// login read the host: not applied, applied with the host changed
-	// since, or in a batch the Store did not take (each time it does
-	// not). The Authenticator drops the host's cached credential, which
-	// seedHost may have made from the write.
+	// lost is called with the host of each write not made as its login
+	// read the host (not applied, applied to a host changed since, or in a
+	// batch the Store did not take): its cached credential is dropped.
 	lost func(id string)
 	// failing is set while the Store does not take a batch.
 	failing batch.Failing
