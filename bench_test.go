@@ -32,14 +32,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nmauth/nmauth/internal/hashfmt"
-	"github.com/nmauth/nmauth/internal/otpauth"
-
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/nmauth/nmauth/internal/hashfmt"
+	"github.com/nmauth/nmauth/internal/otpauth"
 )
 
 const (

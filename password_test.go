@@ -17,11 +17,11 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/nmauth/nmauth/internal/hashfmt"
-
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/text/secure/precis"
+
+	"github.com/nmauth/nmauth/internal/hashfmt"
 )
 
 const testPassword = "correct horse battery staple"
