@@ -4,8 +4,9 @@
 // never share backing arrays, and keeps the keys in byte order for paging.
 //
 // A Table holds no lock: its owner guards all its tables with one mutex,
-// so that an operation that spans kinds (create a host and count a use of
-// the key it joined with) is one atomic step. The zero Table is empty and
+// which [Lock] and [Do] hold around an operation, so that one that spans
+// kinds (create a host and count a use of the key it joined with) is one
+// atomic step. Find, Insert and Change answer with the owner's errors. The zero Table is empty and
 // ready to use.
 package memtable
 
