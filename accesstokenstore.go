@@ -6,6 +6,9 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/guard"
+	"github.com/nmauth/nmauth/internal/memtable"
 )
 
 // AccessToken is the stored record of a personal access token. It holds
@@ -97,7 +100,7 @@ func (accessRow) Key(t *AccessToken) *string { return &t.ID }
 
 // CreateAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) CreateAccessToken(ctx context.Context, t AccessToken, max int) error {
-	return s.do(ctx, func() error {
+	return memtable.Do(ctx, &s.mu, func() error {
 		if _, ok := s.access.Get(t.ID); ok {
 			return ErrExists
 		}
@@ -128,12 +131,12 @@ func liveAccessToken(other, t AccessToken) bool {
 
 // GetAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) GetAccessToken(ctx context.Context, id string) (AccessToken, error) {
-	return locked(s, ctx, func() (AccessToken, error) { return found(s.access.Get(id)) })
+	return memtable.Lock(ctx, &s.mu, func() (AccessToken, error) { return s.access.Find(id, ErrNotFound) })
 }
 
 // ListAccessTokens implements [AccessTokenStore].
 func (s *MemoryStore) ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error) {
-	return locked(s, ctx, func() ([]AccessToken, error) {
+	return memtable.Lock(ctx, &s.mu, func() ([]AccessToken, error) {
 		var out []AccessToken
 		for _, t := range s.access.All() {
 			if t.UserName == userName {
@@ -149,15 +152,12 @@ func (s *MemoryStore) ListAccessTokens(ctx context.Context, userName string) ([]
 
 // DeleteAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) DeleteAccessToken(ctx context.Context, id string) error {
-	return s.do(ctx, func() error {
-		s.access.Delete(id)
-		return nil
-	})
+	return memtable.Do(ctx, &s.mu, func() error { return s.access.Remove(id) })
 }
 
 // DeleteUserAccessTokens implements [AccessTokenStore].
 func (s *MemoryStore) DeleteUserAccessTokens(ctx context.Context, userName string) error {
-	return s.do(ctx, func() error {
+	return memtable.Do(ctx, &s.mu, func() error {
 		for id, t := range s.access.All() {
 			if t.UserName == userName {
 				s.access.Delete(id)
@@ -169,7 +169,7 @@ func (s *MemoryStore) DeleteUserAccessTokens(ctx context.Context, userName strin
 
 // TouchAccessToken implements [AccessTokenStore].
 func (s *MemoryStore) TouchAccessToken(ctx context.Context, id string, used time.Time) error {
-	return s.do(ctx, func() error {
+	return memtable.Do(ctx, &s.mu, func() error {
 		if t, ok := s.access.Get(id); ok && used.After(t.LastUsed) {
 			t.LastUsed = used
 			s.access.Put(t)
@@ -181,7 +181,7 @@ func (s *MemoryStore) TouchAccessToken(ctx context.Context, id string, used time
 // guardedTokens is the [AccessTokenStore] of a guarded Store, under the
 // same deadline and fault answers as its other calls.
 type guardedTokens struct {
-	g     *guardedStore
+	g     *guard.Guard
 	inner AccessTokenStore
 }
 
@@ -192,30 +192,30 @@ func (s *guardedStore) accessTokens() *guardedTokens {
 	if !ok {
 		return nil
 	}
-	return &guardedTokens{g: s, inner: inner}
+	return &guardedTokens{g: s.g, inner: inner}
 }
 
 func (t *guardedTokens) CreateAccessToken(ctx context.Context, at AccessToken, max int) error {
-	return t.g.call(ctx, "create access token", func(ctx context.Context) error { return t.inner.CreateAccessToken(ctx, at, max) },
+	return t.g.Call(ctx, "create access token", func(ctx context.Context) error { return t.inner.CreateAccessToken(ctx, at, max) },
 		func(err error) bool { return contractError(err) || errors.Is(err, ErrTooManyAccessTokens) })
 }
 
 func (t *guardedTokens) GetAccessToken(ctx context.Context, id string) (AccessToken, error) {
-	return guardedResult(t.g, ctx, "get access token", func(ctx context.Context) (AccessToken, error) { return t.inner.GetAccessToken(ctx, id) }, contractError)
+	return guard.Result(t.g, ctx, "get access token", func(ctx context.Context) (AccessToken, error) { return t.inner.GetAccessToken(ctx, id) }, contractError)
 }
 
 func (t *guardedTokens) ListAccessTokens(ctx context.Context, userName string) ([]AccessToken, error) {
-	return guardedList(t.g, ctx, "list access tokens", func(ctx context.Context) ([]AccessToken, error) { return t.inner.ListAccessTokens(ctx, userName) })
+	return guard.List(t.g, ctx, "list access tokens", func(ctx context.Context) ([]AccessToken, error) { return t.inner.ListAccessTokens(ctx, userName) }, contractError)
 }
 
 func (t *guardedTokens) DeleteAccessToken(ctx context.Context, id string) error {
-	return t.g.call(ctx, "delete access token", func(ctx context.Context) error { return t.inner.DeleteAccessToken(ctx, id) }, contractError)
+	return t.g.Call(ctx, "delete access token", func(ctx context.Context) error { return t.inner.DeleteAccessToken(ctx, id) }, contractError)
 }
 
 func (t *guardedTokens) DeleteUserAccessTokens(ctx context.Context, userName string) error {
-	return t.g.call(ctx, "delete access tokens", func(ctx context.Context) error { return t.inner.DeleteUserAccessTokens(ctx, userName) }, contractError)
+	return t.g.Call(ctx, "delete access tokens", func(ctx context.Context) error { return t.inner.DeleteUserAccessTokens(ctx, userName) }, contractError)
 }
 
 func (t *guardedTokens) TouchAccessToken(ctx context.Context, id string, used time.Time) error {
-	return t.g.call(ctx, "touch access token", func(ctx context.Context) error { return t.inner.TouchAccessToken(ctx, id, used) }, contractError)
+	return t.g.Call(ctx, "touch access token", func(ctx context.Context) error { return t.inner.TouchAccessToken(ctx, id, used) }, contractError)
 }

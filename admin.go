@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth/internal/attempt"
+	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/secret"
 	"github.com/nmauth/nmauth/internal/state"
 	"github.com/nmauth/nmauth/internal/walk"
@@ -156,7 +157,7 @@ func (a *Authenticator) newPasswordHash(ctx context.Context, password string) (s
 	if err != nil {
 		return "", err
 	}
-	return a.hasher.hash(ctx, pw)
+	return a.hasher.Hash(ctx, pw)
 }
 
 // newHostCredential checks a host's new password against the policy of
@@ -170,7 +171,7 @@ func (a *Authenticator) newHostCredential(ctx context.Context, id, password stri
 	if secret.IsMachine(pw) {
 		return a.ring.digestMachineSecret(id, pw), nil
 	}
-	return a.hasher.hash(ctx, pw)
+	return a.hasher.Hash(ctx, pw)
 }
 
 // CreateHost adds a host with a password under the same policy as users'.
@@ -336,7 +337,7 @@ func (ad *Admin) HostsUnderOlderSecrets(ctx context.Context) (int, error) {
 	n := 0
 	signer := a.ring.signer().id
 	err := walk.All(ctx, scanPage, a.store.ListHosts, func(h Host) string { return h.ID }, func(h Host) error {
-		if id := machineDigestKeyID(h.PasswordHash); id != "" && id != signer {
+		if id := hashfmt.MachineDigestKeyID(h.PasswordHash); id != "" && id != signer {
 			n++
 		}
 		return nil

@@ -178,7 +178,7 @@ func New(cfg Config) (*Authenticator, error) {
 		accessStore = access
 	}
 	hasher := newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.Rand)
-	hasher.gate = hashGate(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.QueueTimeout)
+	hasher.Gate = hashGate(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, cfg.QueueTimeout)
 	a := &Authenticator{
 		cfg:      cfg,
 		store:    store,

@@ -225,7 +225,7 @@ func (a *Authenticator) checkStanding(ctx context.Context, p *Principal, held *c
 // checkNodeToken asks [Config.NodeTokenValid] about a node token from
 // [Authenticator.IssueNodeToken].
 func (a *Authenticator) checkNodeToken(ctx context.Context, p Principal) error {
-	ok, err := a.guard.ask(ctx, "node token check", func(ctx context.Context) (bool, error) { return a.cfg.NodeTokenValid(ctx, p) })
+	ok, err := a.guard.g.Ask(ctx, "node token check", func(ctx context.Context) (bool, error) { return a.cfg.NodeTokenValid(ctx, p) })
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/nmauth/nmauth/internal/hashfmt"
-	"github.com/nmauth/nmauth/internal/otpauth"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -39,6 +37,9 @@ import (
 	"github.com/pquerna/otp/totp"
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/nmauth/nmauth/internal/hashfmt"
+	"github.com/nmauth/nmauth/internal/otpauth"
 )
 
 const (
@@ -363,13 +364,13 @@ func BenchmarkLoginUser(b *testing.B) {
 // BenchmarkRawArgon2id is the baseline of login: one argon2.IDKey at the
 // parameters of new hashes, alone and on every core at once.
 func BenchmarkRawArgon2id(b *testing.B) {
-	salt := bytes.Repeat([]byte{0x5a}, argonSaltLen)
-	p := currentArgonParams()
+	salt := bytes.Repeat([]byte{0x5a}, hashfmt.SaltLen)
+	p := hashfmt.Current()
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		cpu := startCPU(b)
 		for b.Loop() {
-			argon2.IDKey([]byte(benchPassword), salt, p.Time, p.Memory, p.Threads, argonKeyLen)
+			argon2.IDKey([]byte(benchPassword), salt, p.Time, p.Memory, p.Threads, hashfmt.KeyLen)
 		}
 		cpu.report(b)
 	})
@@ -378,7 +379,7 @@ func BenchmarkRawArgon2id(b *testing.B) {
 		cpu := startCPU(b)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				argon2.IDKey([]byte(benchPassword), salt, p.Time, p.Memory, p.Threads, argonKeyLen)
+				argon2.IDKey([]byte(benchPassword), salt, p.Time, p.Memory, p.Threads, hashfmt.KeyLen)
 			}
 		})
 		cpu.report(b)

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"runtime"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/hasher"
 )
 
 // Config configures an [Authenticator]. Store and Secrets are required;
@@ -286,7 +288,7 @@ func (c *Config) setDefaults() {
 	c.MaxAccessTokens = cmp.Or(c.MaxAccessTokens, 100)
 	c.StatusCacheTTL = cmp.Or(c.StatusCacheTTL, 2*time.Second)
 	c.StoreTimeout = cmp.Or(c.StoreTimeout, 3*time.Second)
-	c.PasswordHashQueue = cmp.Or(c.PasswordHashQueue, defaultHashQueue)
+	c.PasswordHashQueue = cmp.Or(c.PasswordHashQueue, hasher.DefaultQueue)
 	if c.HostLoginConcurrency <= 0 {
 		c.HostLoginConcurrency = 4 * runtime.NumCPU()
 	}

@@ -4,27 +4,17 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"hash"
-	"io"
-	"strings"
 
+	"github.com/nmauth/nmauth/internal/hasher"
 	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
-// How a login checks the secret it was presented, prepared and classified
-// once at the door (see internal/secret), against what an account stores,
-// and what it stores next: as Django's check_password, the stored
-// credential is identified once (identify), then verified and asked
-// whether it needs an update on that one format (verify); the answer
-// carries the new credential, so that nothing after the check holds the
-// secret. Every check of a presented secret is verify's; the rest of the
-// file is the machine-secret digest, keyed by the root secrets, that
-// access tokens and enrollment keys use too.
+// A login checks the presented secret, prepared and classified once (see
+// internal/secret), against the stored credential as Django's
+// check_password does: identified once (identify), then verified and
+// asked whether it needs an update on that one format (verify).
 
 // credential is an account's stored credential as a login identified it,
 // once: a machine-secret digest, with the key of the root secret it is
@@ -53,7 +43,7 @@ func (a *Authenticator) identify(stored string) credential {
 		c.key, mac, c.err = a.ring.parseMachineDigest(stored)
 		copy(c.mac[:], mac)
 	} else {
-		c.hash, c.err = a.hasher.engines().Parse(c.format, stored)
+		c.hash, c.err = a.hasher.Parse(c.format, stored)
 	}
 	return c
 }
@@ -75,7 +65,7 @@ func (a *Authenticator) identified(c credential, stored string) credential {
 // costs what a right secret's check costs: a digest for a host's machine
 // secret, an argon2id run otherwise. A password hash whose check runs
 // more threads than the *held hashing slots the caller holds takes as
-// many first (see [passwordHasher.grow]), whose error, of the gate, is
+// many first (see [hasher.Hasher.Grow]), whose error, of the gate, is
 // returned as it is; a machine digest takes none. A credential that
 // cannot be read, or whose parameters are beyond the bounds of a login's
 // work, is a fault of the data, never a wrong password, and nothing is
@@ -90,7 +80,7 @@ func (a *Authenticator) verify(ctx context.Context, t loginTarget, c credential,
 		_ = hmac.Equal(got[:], c.mac[:])
 		return false, "", nil
 	case !c.found:
-		_, _, _ = a.hasher.dummyHash().Check(pw.Text)
+		a.hasher.CheckDummy(pw.Text)
 		return false, "", nil
 	case c.err != nil:
 		return false, "", credentialFault(t, c.err)
@@ -98,7 +88,7 @@ func (a *Authenticator) verify(ctx context.Context, t loginTarget, c credential,
 		got := machineMAC(c.key, t.name, pw.Text)
 		ok, upgrade = hmac.Equal(got[:], c.mac[:]), c.key != a.ring.signer()
 	default:
-		if err := a.hasher.grow(ctx, held, c.hash.Threads()); err != nil {
+		if err := a.hasher.Grow(ctx, held, c.hash.Threads()); err != nil {
 			return false, "", err
 		}
 		if ok, upgrade, err = c.hash.Check(pw.Text); err != nil {
@@ -119,11 +109,8 @@ func credentialFault(t loginTarget, err error) error {
 
 // nextCredential returns what a right secret is stored as from now on, or
 // "" to keep what is stored: a host's machine secret moves to its digest
-// under the first root secret, from a password hash or from another root
-// secret's digest; a password hash weaker than a new one would be is
-// hashed again. format is that of the credential stored, as identified
-// for its check, and upgrade the verdict of its check that it needs an
-// update. The caller of an argon2id run holds a hashing slot.
+// under the first root secret; a password hash its check found in need of
+// an update (upgrade) is hashed again, by a caller holding a slot.
 func (a *Authenticator) nextCredential(t loginTarget, format hashfmt.Format, pw secret.Presented, upgrade bool) string {
 	switch {
 	case pw.Machine && (upgrade || format != hashfmt.MachineDigest):
@@ -131,7 +118,7 @@ func (a *Authenticator) nextCredential(t loginTarget, format hashfmt.Format, pw 
 	case !upgrade:
 		return ""
 	}
-	hash, err := a.hasher.hashHeld(pw.Text)
+	hash, err := a.hasher.HashHeld(pw.Text)
 	if err != nil {
 		a.log.Warn("password hash upgrade skipped", "kind", string(t.kind), "name", t.name, "err", err)
 		return ""
@@ -139,46 +126,26 @@ func (a *Authenticator) nextCredential(t loginTarget, format hashfmt.Format, pw 
 	return hash
 }
 
-// machineDigestPrefix begins the stored form of a machine secret (see
-// internal/secret for what qualifies as one, and hashfmt for the format).
-const machineDigestPrefix = hashfmt.MachineDigestPrefix
-
 // machineMAC is the HMAC of a host's secret under one root secret's
-// machine subkey. The host id is part of the message, length first, so
-// that two hosts with the same secret store different digests.
-//
-// The HMAC states are kept in the key's pool between calls, so that a
-// login does not allocate and key a new one.
-func machineMAC(k *ringKey, name, secret string) (mac [sha256.Size]byte) {
-	m, _ := k.machineHMACs.Get().(hash.Hash)
-	if m == nil {
-		m = hmac.New(sha256.New, k.machine)
-	}
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(name)))
-	m.Write(n[:])
-	io.WriteString(m, name)
-	io.WriteString(m, secret)
-	m.Sum(mac[:0])
-	m.Reset()
-	k.machineHMACs.Put(m)
-	return mac
+// machine subkey (see [hasher.MachineMAC]).
+func machineMAC(k *ringKey, name, secret string) [sha256.Size]byte {
+	return hasher.MachineMAC(&k.machineHMACs, k.machine, name, secret)
 }
 
 // digestMachineSecret returns the stored form of a machine secret under
-// the first root secret: "$nmauth-hmac-sha256$k=<key id>$<base64 MAC>".
+// the first root secret (see [hashfmt.EncodeMachineDigest]).
 func (r *keyRing) digestMachineSecret(name, secret string) string {
 	k := r.signer()
 	mac := machineMAC(k, name, secret)
-	return machineDigestPrefix + k.id + "$" + base64.RawStdEncoding.EncodeToString(mac[:])
+	return hashfmt.EncodeMachineDigest(k.id, mac[:])
 }
 
 // checkMachineSecret reports whether secret is the one stored, in constant
 // time, and whether the stored form should be replaced because it is
 // under a root secret other than the first. A stored form that is
 // malformed, or under a root secret no longer configured, gives an error
-// wrapping errMalformedHash: the secret cannot be checked, through no
-// fault of the holder.
+// wrapping [hashfmt.ErrMalformed]: the secret cannot be checked, through
+// no fault of the holder.
 func (r *keyRing) checkMachineSecret(stored, name, secret string) (ok, upgrade bool, err error) {
 	k, mac, err := r.parseMachineDigest(stored)
 	if err != nil {
@@ -192,29 +159,13 @@ func (r *keyRing) checkMachineSecret(stored, name, secret string) (ok, upgrade b
 
 // parseMachineDigest reads a stored digest strictly and finds its key.
 func (r *keyRing) parseMachineDigest(stored string) (*ringKey, []byte, error) {
-	rest, _ := strings.CutPrefix(stored, machineDigestPrefix)
-	id, b64, found := strings.Cut(rest, "$")
-	if _, err := hex.DecodeString(id); err != nil || !found || len(id) != 16 {
-		return nil, nil, fmt.Errorf("%w: machine secret digest: bad key id", errMalformedHash)
-	}
-	mac, err := base64.RawStdEncoding.Strict().DecodeString(b64)
-	if err != nil || len(mac) != sha256.Size || base64.RawStdEncoding.EncodeToString(mac) != b64 {
-		return nil, nil, fmt.Errorf("%w: machine secret digest: bad encoding", errMalformedHash)
+	id, mac, err := hashfmt.ParseMachineDigest(stored)
+	if err != nil {
+		return nil, nil, err
 	}
 	k := r.byID(id)
 	if k == nil {
-		return nil, nil, fmt.Errorf("%w: machine secret digest under root secret %s, which is not configured", errMalformedHash, id)
+		return nil, nil, fmt.Errorf("%w: machine secret digest under root secret %s, which is not configured", hashfmt.ErrMalformed, id)
 	}
 	return k, mac, nil
-}
-
-// machineDigestKeyID is the key id a stored digest names, "" if stored is
-// no machine-secret digest.
-func machineDigestKeyID(stored string) string {
-	rest, ok := strings.CutPrefix(stored, machineDigestPrefix)
-	if !ok {
-		return ""
-	}
-	id, _, _ := strings.Cut(rest, "$")
-	return id
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/keyed"
 	"github.com/nmauth/nmauth/internal/secret"
 )
@@ -173,7 +174,7 @@ func (a *Authenticator) mintEnrollKey(k *EnrollmentKey) (string, error) {
 // machineDigest is the stored form of a machine MAC under k, as
 // [keyRing.digestMachineSecret] writes it.
 func machineDigest(k *ringKey, mac [32]byte) string {
-	return machineDigestPrefix + k.id + "$" + base64.RawStdEncoding.EncodeToString(mac[:])
+	return hashfmt.MachineDigestPrefix + k.id + "$" + base64.RawStdEncoding.EncodeToString(mac[:])
 }
 
 // enrollDigestName is what an enrollment key's digest is bound to: its

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync/atomic"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/guard"
+	"github.com/nmauth/nmauth/internal/memtable"
 )
 
 // EnrollmentKeyStore is implemented by a [Store] that keeps enrollment
@@ -53,17 +55,17 @@ func (enrollRow) Key(k *EnrollmentKey) *string { return &k.ID }
 
 // CreateEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) CreateEnrollmentKey(ctx context.Context, k EnrollmentKey) error {
-	return s.do(ctx, func() error { return created(s.enroll.Create(k)) })
+	return memtable.Do(ctx, &s.mu, func() error { return s.enroll.Insert(k, ErrExists) })
 }
 
 // GetEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) GetEnrollmentKey(ctx context.Context, id string) (EnrollmentKey, error) {
-	return locked(s, ctx, func() (EnrollmentKey, error) { return found(s.enroll.Get(id)) })
+	return memtable.Lock(ctx, &s.mu, func() (EnrollmentKey, error) { return s.enroll.Find(id, ErrNotFound) })
 }
 
 // ListEnrollmentKeys implements [EnrollmentKeyStore].
 func (s *MemoryStore) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, error) {
-	return locked(s, ctx, func() ([]EnrollmentKey, error) {
+	return memtable.Lock(ctx, &s.mu, func() ([]EnrollmentKey, error) {
 		out := make([]EnrollmentKey, 0, s.enroll.Len())
 		for _, k := range s.enroll.All() {
 			out = append(out, enrollRow{}.Clone(k))
@@ -77,30 +79,24 @@ func (s *MemoryStore) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, 
 
 // RevokeEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error {
-	return s.do(ctx, func() error {
-		k, ok := s.enroll.Get(id)
-		if !ok {
-			return ErrNotFound
-		}
-		if k.RevokedAt.IsZero() {
-			k.RevokedAt = at
-			s.enroll.Put(k)
-		}
-		return nil
+	return memtable.Do(ctx, &s.mu, func() error {
+		return s.enroll.Change(id, func(k *EnrollmentKey) error {
+			if k.RevokedAt.IsZero() {
+				k.RevokedAt = at
+			}
+			return nil
+		}, ErrNotFound)
 	})
 }
 
 // DeleteEnrollmentKey implements [EnrollmentKeyStore].
 func (s *MemoryStore) DeleteEnrollmentKey(ctx context.Context, id string) error {
-	return s.do(ctx, func() error {
-		s.enroll.Delete(id)
-		return nil
-	})
+	return memtable.Do(ctx, &s.mu, func() error { return s.enroll.Remove(id) })
 }
 
 // JoinHost implements [EnrollmentKeyStore] under the store's lock.
 func (s *MemoryStore) JoinHost(ctx context.Context, keyID, digest string, h Host, now time.Time) (EnrollmentKey, error) {
-	return locked(s, ctx, func() (EnrollmentKey, error) {
+	return memtable.Lock(ctx, &s.mu, func() (EnrollmentKey, error) {
 		k, ok := s.enroll.Get(keyID)
 		if !ok || k.Digest != digest || !k.Usable(now) {
 			return EnrollmentKey{}, ErrNotFound
@@ -122,45 +118,25 @@ type guardedEnroll struct {
 }
 
 func (e *guardedEnroll) CreateEnrollmentKey(ctx context.Context, k EnrollmentKey) error {
-	return e.g.call(ctx, "create enrollment key", func(ctx context.Context) error { return e.inner.CreateEnrollmentKey(ctx, k) }, contractError)
+	return e.g.g.Call(ctx, "create enrollment key", func(ctx context.Context) error { return e.inner.CreateEnrollmentKey(ctx, k) }, contractError)
 }
 
 func (e *guardedEnroll) GetEnrollmentKey(ctx context.Context, id string) (EnrollmentKey, error) {
-	return guardedResult(e.g, ctx, "get enrollment key", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.GetEnrollmentKey(ctx, id) }, contractError)
+	return guard.Result(e.g.g, ctx, "get enrollment key", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.GetEnrollmentKey(ctx, id) }, contractError)
 }
 
 func (e *guardedEnroll) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, error) {
-	return guardedResult(e.g, ctx, "list enrollment keys", e.inner.ListEnrollmentKeys, contractError)
+	return guard.Result(e.g.g, ctx, "list enrollment keys", e.inner.ListEnrollmentKeys, contractError)
 }
 
 func (e *guardedEnroll) RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error {
-	return e.g.call(ctx, "revoke enrollment key", func(ctx context.Context) error { return e.inner.RevokeEnrollmentKey(ctx, id, at) }, contractError)
+	return e.g.g.Call(ctx, "revoke enrollment key", func(ctx context.Context) error { return e.inner.RevokeEnrollmentKey(ctx, id, at) }, contractError)
 }
 
 func (e *guardedEnroll) DeleteEnrollmentKey(ctx context.Context, id string) error {
-	return e.g.call(ctx, "delete enrollment key", func(ctx context.Context) error { return e.inner.DeleteEnrollmentKey(ctx, id) }, contractError)
+	return e.g.g.Call(ctx, "delete enrollment key", func(ctx context.Context) error { return e.inner.DeleteEnrollmentKey(ctx, id) }, contractError)
 }
 
 func (e *guardedEnroll) JoinHost(ctx context.Context, keyID, digest string, h Host, now time.Time) (EnrollmentKey, error) {
-	return guardedResult(e.g, ctx, "join host", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.JoinHost(ctx, keyID, digest, h, now) }, contractError)
-}
-
-// guardedResult runs op under g as a call of what, whose errors keep
-// tells from faults, and returns its value
-// only when it answered in time: a call past its deadline may still be
-// running, and its value is never read.
-func guardedResult[T any](g *guardedStore, ctx context.Context, what string, op func(context.Context) (T, error), keep func(error) bool) (T, error) {
-	var got atomic.Pointer[T]
-	err := g.call(ctx, what, func(ctx context.Context) error {
-		v, err := op(ctx)
-		if err == nil {
-			got.Store(&v)
-		}
-		return err
-	}, keep)
-	var zero T
-	if p := got.Load(); err == nil && p != nil {
-		return *p, nil
-	}
-	return zero, err
+	return guard.Result(e.g.g, ctx, "join host", func(ctx context.Context) (EnrollmentKey, error) { return e.inner.JoinHost(ctx, keyID, digest, h, now) }, contractError)
 }

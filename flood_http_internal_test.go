@@ -48,7 +48,7 @@ func TestFloodFromManyGroupsLetsNewDeviceIn(t *testing.T) {
 				c.Now = time.Now
 				c.ClientRate = -1 // one request in flight per group is the flood's only bound
 			})
-			a.hasher.argonKey = func(password, salt []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
+			a.hasher.ArgonKey = func(password, salt []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
 				time.Sleep(10 * time.Millisecond)
 				sum := sha256.Sum256(append(append([]byte{}, salt...), password...))
 				return sum[:keyLen]

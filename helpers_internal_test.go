@@ -42,7 +42,7 @@ func quickAuth(t testing.TB, store Store, clock *fakeClock, tweak ...func(*Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.hasher.argonKey = func(password, salt []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
+	a.hasher.ArgonKey = func(password, salt []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
 		sum := sha256.Sum256(append(append([]byte{}, salt...), password...))
 		return sum[:keyLen]
 	}

@@ -240,7 +240,7 @@ func (a *Authenticator) LoginNode(ctx context.Context, network, id, mac, passwor
 		if a.cfg.NodeMember == nil {
 			return ErrForbidden
 		}
-		ok, err := a.guard.ask(ctx, "node membership", func(ctx context.Context) (bool, error) { return a.cfg.NodeMember(ctx, network, id) })
+		ok, err := a.guard.g.Ask(ctx, "node membership", func(ctx context.Context) (bool, error) { return a.cfg.NodeMember(ctx, network, id) })
 		if err != nil {
 			return err
 		}

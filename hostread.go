@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/guard"
 	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/state"
 )
@@ -22,40 +23,34 @@ type HostLoginStore interface {
 
 // getHostLogin reads a host for its login: through [HostLoginStore] when
 // the Store has it, else through GetHost, under the guard's deadline.
-func (s *guardedStore) getHostLogin(ctx context.Context, id string) (h Host, err error) {
+func (s *guardedStore) getHostLogin(ctx context.Context, id string) (Host, error) {
 	lean, ok := s.Store.(HostLoginStore)
 	if !ok {
 		return s.GetHost(ctx, id)
 	}
-	return guardedResult(s, ctx, "get host", func(ctx context.Context) (Host, error) { return lean.GetHostLogin(ctx, id) }, contractError)
+	return guard.Result(s.g, ctx, "get host", func(ctx context.Context) (Host, error) { return lean.GetHostLogin(ctx, id) }, contractError)
 }
 
 // hostCredential is what a host login keeps of a host whose login it
-// granted from a read of the Store with nothing to write, or with a write
-// it queued, as that write leaves the host (see seedHost): the digest of
-// its machine secret, already parsed, and what the grant reads. The next
-// login of the host from one of clients, with the secret the digest
-// checks, is granted from it without reading the Store, while it is
-// trusted: for StatusCacheTTL from the start of that read (by Config.Now),
-// and while the host's epoch in the status cache is still the one read
-// before it, so a change made through this Authenticator (a disable, a new
-// secret, a deletion, a revocation) drops it at once, and one made
-// elsewhere within StatusCacheTTL, as the bearer check sees it. The token minted from it
-// carries the generation read, which a revocation since refuses.
+// granted from a Store read with nothing to write, or with a queued write,
+// as that write leaves the host (see seedHost): the parsed digest of its
+// machine secret and what the grant reads. The host's next login from one
+// of clients, with a secret the digest checks, is granted from it without
+// reading the Store while it is trusted: for StatusCacheTTL from the start
+// of that read (by Config.Now), and while the host's epoch in the status
+// cache is the one read before it, so a change made through this
+// Authenticator (a disable, a new secret, a deletion, a revocation) drops
+// it at once, and one made elsewhere within StatusCacheTTL, as the bearer
+// check sees it. Its token carries the generation read, which a
+// revocation since refuses.
 //
-// Only a right secret is answered from it. Any other login reads the
-// Store as if it were not there: a secret the digest does not check (a
-// wrong one, or a new one set elsewhere), a client it does not name. A
-// failure counted through this Authenticator replaces it with an entry
-// that never answers, so the failure's backoff applies at once. A Store
-// read that finds anything to write replaces it with the host as the
-// queued write leaves it, or else does the same, as does a host that is
-// no longer there, and a queued write that does not apply as its login
-// read the host (a disable, a new secret, a deletion, a revocation or a
-// failure counted since, wherever made) or that the Store does not take.
-//
-// It lives in the host's place in the status cache, so its number is
-// bounded by StatusCacheSize; see BENCHMARKS.md for its memory.
+// Any other login reads the Store as if it were not there. A failure
+// counted through this Authenticator replaces it with an entry that never
+// answers, so the failure's backoff applies at once; so does a Store read
+// that finds something to write, a host no longer there, and a queued
+// write that does not apply as its login read the host or that the Store
+// does not take. It lives in the host's place in the status cache, so its
+// number is bounded by StatusCacheSize; see BENCHMARKS.md for its memory.
 type hostCredential struct {
 	key *ringKey
 	mac [32]byte
@@ -140,18 +135,13 @@ func (a *Authenticator) keepHost(st hostCacheState, id string, acc account) {
 }
 
 // seedHost caches the host as w, the write that a right login queues
-// from acc, the record read after st was taken, leaves it once applied:
-// its client known without failures, the host's failures forgotten, its
-// digest the one w stores, which checks the secret the login checked.
-// So the host's next logins from that client are granted from the cache
-// while the write waits for its batch, trusted from the start of the read
-// that the write is conditional on. The write's outcome decides the
-// rest: one that does not apply as read (the host disabled, given a new
-// secret or deleted since, a failure counted meanwhile) or that the
-// Store does not take drops the entry (see hostWriter.lost). seedHost
-// reports whether it cached the host; it keeps nothing, and drops what
-// the cache held, when the entry changed since st, as keepHost does, or
-// when the credential is not one the cache keeps.
+// from acc (read after st was taken), leaves it once applied, so that the
+// host's next logins from that client are granted from the cache while
+// the write waits for its batch. A write that does not apply as read, or
+// that the Store does not take, drops the entry (see hostWriter.lost).
+// It reports whether it cached the host; like keepHost, it keeps nothing
+// when the entry changed since st or the credential is not one the cache
+// keeps.
 func (a *Authenticator) seedHost(st hostCacheState, id string, acc account, w *hostWrite) bool {
 	if !st.on || acc.host == nil {
 		return false

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/nmauth/nmauth/internal/batch"
@@ -70,9 +69,8 @@ type hostWrite struct {
 	clients  []state.Client
 	// generation is the host's generation as the login read it.
 	generation uint64
-	// asRead is set by apply: whether the write found the host as its
-	// login read it, failure state and generation, and so left it as
-	// seedHost cached it.
+	// asRead is set by apply: whether the write found the host as read,
+	// and so left it as seedHost cached it.
 	asRead bool
 }
 
@@ -127,14 +125,12 @@ func sameClients(a, b []state.Client) bool {
 type hostWriter struct {
 	store HostBatchStore
 	log   *slog.Logger
-	// lost is called with the host of each write that was not made as its
-	// login read the host: not applied, applied with the host changed
-	// since, or in a batch the Store did not take (each time it does
-	// not). The Authenticator drops the host's cached credential, which
-	// seedHost may have made from the write.
+	// lost is called with the host of each write not made as its login
+	// read the host (not applied, applied to a host changed since, or in a
+	// batch the Store did not take): its cached credential is dropped.
 	lost func(id string)
 	// failing is set while the Store does not take a batch.
-	failing atomic.Bool
+	failing batch.Failing
 	queue   *batch.Queue[hostWrite]
 }
 
@@ -145,7 +141,10 @@ func newHostWriter(store Store, bound int, log *slog.Logger) *hostWriter {
 	if !ok || bound < 0 {
 		return nil
 	}
-	q := &hostWriter{store: b, log: log, lost: func(string) {}}
+	q := &hostWriter{store: b, log: log, lost: func(string) {}, failing: batch.Failing{Log: log,
+		Waits:    "host login writes wait for the store",
+		Panicked: "the store panicked in update hosts; host login writes wait for it",
+		Back:     "host login writes reach the store again"}}
 	q.queue = batch.New[hostWrite](q, bound, hostWriteBatch)
 	return q
 }
@@ -179,36 +178,16 @@ func (q *hostWriter) Write(batch []hostWrite) error {
 }
 
 // Failed drops the cached credentials of a batch the Store did not take.
-// The batch waits for the Store; one line says so, with the stack of a
-// panic, and one more when it takes it (see Recovered).
+// The batch waits for the Store; one line says so, and one more when it
+// takes it (see [batch.Failing]).
 func (q *hostWriter) Failed(writes []hostWrite, err error, again bool) {
-	q.failing.Store(true)
+	q.failing.Failed(len(writes), err, again)
 	for i := range writes {
 		q.lost(writes[i].id)
 	}
-	var p *batch.Panic
-	switch {
-	case again:
-	case errors.As(err, &p):
-		q.log.Error("the store panicked in update hosts; host login writes wait for it", "writes", len(writes),
-			"panic", p.Value, "stack", p.Stack)
-	default:
-		q.log.Warn("host login writes wait for the store", "writes", len(writes), "err", err)
-	}
 }
 
-func (q *hostWriter) Recovered() {
-	q.log.Info("host login writes reach the store again")
-	q.failing.Store(false)
-}
-
-// flush waits until every write queued so far is made, or ctx ends.
-func (q *hostWriter) flush(ctx context.Context) error {
-	if n, err := q.queue.Flush(ctx); err != nil {
-		return fmt.Errorf("nmauth: %d host login writes not made: %w", n, err)
-	}
-	return nil
-}
+func (q *hostWriter) Recovered() { q.failing.Recovered() }
 
 // Shutdown waits until the writes of host logins that wait in the queue
 // (see [HostBatchStore]) are made, or until ctx ends, which it returns
@@ -223,5 +202,8 @@ func (a *Authenticator) Shutdown(ctx context.Context) error {
 	if a.writes == nil {
 		return nil
 	}
-	return a.writes.flush(ctx)
+	if n, err := a.writes.queue.Flush(ctx); err != nil {
+		return fmt.Errorf("nmauth: %d host login writes not made: %w", n, err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/nmauth/nmauth/internal/enroll"
+	"github.com/nmauth/nmauth/internal/guard"
 	"github.com/nmauth/nmauth/internal/jsonanswer"
 	"github.com/nmauth/nmauth/internal/jsonbody"
 	"github.com/nmauth/nmauth/internal/routemux"
@@ -61,7 +62,7 @@ func (a *Authenticator) mayAdminister(ctx context.Context, p Principal, write bo
 	case a.cfg.IsAdmin == nil, p.Kind != KindUser && p.Kind != KindAccessToken, !p.Permits(write, ""):
 		return false, nil
 	}
-	return a.guard.ask(ctx, "administrator check", func(ctx context.Context) (bool, error) { return a.cfg.IsAdmin(ctx, p.Name) })
+	return a.guard.g.Ask(ctx, "administrator check", func(ctx context.Context) (bool, error) { return a.cfg.IsAdmin(ctx, p.Name) })
 }
 
 func (a *Authenticator) serveCreateKey(w http.ResponseWriter, r *http.Request) {
@@ -210,7 +211,7 @@ func (a *Authenticator) join(ctx context.Context, h enroll.Join) (joined, error)
 	if a.cfg.HostJoined == nil {
 		return out, nil
 	}
-	cfg, err := guardedResult(a.guard, ctx, "host joined hook", func(ctx context.Context) (any, error) {
+	cfg, err := guard.Result(a.guard.g, ctx, "host joined hook", func(ctx context.Context) (any, error) {
 		return a.cfg.HostJoined(ctx, id, k, h.Public)
 	}, func(error) bool { return true })
 	if err != nil {

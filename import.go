@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
+	"github.com/nmauth/nmauth/internal/hasher"
 	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/importrec"
 	"github.com/nmauth/nmauth/internal/names"
@@ -107,7 +107,7 @@ func (a *Authenticator) importUser(ctx context.Context, in ImportedUser, write b
 		return r, fmt.Errorf("%w: the TOTP secret is not 80 to 512 bits of base32", ErrInvalidImport)
 	}
 	hash, weak, err := a.importedCredential(ctx, in.PasswordHash, in.Password, write, func(pw string) (string, error) {
-		return a.hasher.hash(ctx, pw)
+		return a.hasher.Hash(ctx, pw)
 	})
 	if err != nil {
 		return r, err
@@ -230,7 +230,7 @@ func (a *Authenticator) importHost(ctx context.Context, in ImportedHost, write b
 		if secret.IsMachine(pw) {
 			return a.ring.digestMachineSecret(id, pw), nil
 		}
-		return a.hasher.hash(ctx, pw)
+		return a.hasher.Hash(ctx, pw)
 	})
 	r.Weak = weak
 	if err != nil || !write {
@@ -295,11 +295,11 @@ func planned(r ImportResult, weak string, readErr error) (ImportResult, error) {
 // password: an argon2id string of random bytes, which no password is known
 // to match, so that a password login answers as a wrong password does.
 func (a *Authenticator) unusableHash() (string, error) {
-	buf := make([]byte, argonSaltLen+argonKeyLen)
-	if _, err := io.ReadFull(a.cfg.Rand, buf); err != nil {
+	h, err := hasher.Unusable(a.cfg.Rand)
+	if err != nil {
 		return "", fmt.Errorf("nmauth: unusable password hash: %w", err)
 	}
-	return encodeArgonHash(argonHash{Params: currentArgonParams(), Salt: buf[:argonSaltLen], Key: buf[argonSaltLen:]}), nil
+	return h, nil
 }
 
 // ImportConflicts finds the records of one import that would be one

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/hashfmt"
 )
 
 // laneRun is an Authenticator of two hashing slots whose argon2id runs,
@@ -44,11 +46,11 @@ func newLaneRun(t *testing.T) *laneRun {
 	// the stand-in's key of her password, under p=4.
 	salt := []byte("sixteen byte sal")
 	sum := sha256.Sum256(append(append([]byte{}, salt...), "right password"...))
-	p4 := encodeArgonHash(argonHash{Params: argonParams{Memory: 19456, Time: 2, Threads: 4}, Salt: salt, Key: sum[:]})
+	p4 := hashfmt.Argon2idHash{Params: hashfmt.Params{Memory: 19456, Time: 2, Threads: 4}, Salt: salt, Key: sum[:]}.Encode()
 	if _, err := a.Admin().ImportUser(ctx, ImportedUser{Name: "carol", PasswordHash: p4}); err != nil {
 		t.Fatal(err)
 	}
-	a.hasher.argonKey = func(password, salt []byte, _, _ uint32, lanes uint8, keyLen uint32) []byte {
+	a.hasher.ArgonKey = func(password, salt []byte, _, _ uint32, lanes uint8, keyLen uint32) []byte {
 		end := make(chan struct{})
 		r.hashing <- argonRun{lanes, end}
 		<-end
@@ -150,24 +152,24 @@ func TestVerifyHoldsASlotPerLane(t *testing.T) {
 	}{{1, 1}, {2, 2}, {4, 2}} {
 		h := newPasswordHasher(2, 0, nil)
 		entered, end := make(chan struct{}), make(chan struct{})
-		h.argonKey = func(_, _ []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
+		h.ArgonKey = func(_, _ []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
 			close(entered)
 			<-end
 			return make([]byte, keyLen)
 		}
-		encoded := encodeArgonHash(argonHash{Params: argonParams{Memory: 19456, Time: 2, Threads: tc.lanes},
-			Salt: make([]byte, argonSaltLen), Key: make([]byte, argonKeyLen)})
+		encoded := hashfmt.Argon2idHash{Params: hashfmt.Params{Memory: 19456, Time: 2, Threads: tc.lanes},
+			Salt: make([]byte, hashfmt.SaltLen), Key: make([]byte, hashfmt.KeyLen)}.Encode()
 		done := make(chan error, 1)
-		go func() { _, _, err := h.verify(context.Background(), encoded, testPassword); done <- err }()
+		go func() { _, _, err := h.Verify(context.Background(), encoded, testPassword); done <- err }()
 		<-entered
-		if running, _ := h.gate.Load(); running != tc.slots {
+		if running, _ := h.Gate.Load(); running != tc.slots {
 			t.Errorf("a hash of %d lanes verifies holding %d slots; want %d", tc.lanes, running, tc.slots)
 		}
 		close(end)
 		if err := <-done; err != nil {
 			t.Errorf("verify: %v", err)
 		}
-		if running, waiting := h.gate.Load(); running != 0 || waiting != 0 {
+		if running, waiting := h.Gate.Load(); running != 0 || waiting != 0 {
 			t.Errorf("after verify: %d slots held, %d waiting; want none", running, waiting)
 		}
 	}

@@ -80,7 +80,7 @@ var errHashChangedTooOften = fmt.Errorf("%w: the password changed during the log
 //  3. the password is checked against the hash that update read, once
 //     the login holds a slot for each thread the check runs: a stored
 //     argon2 hash of more lanes than the house's waits for the others
-//     first (see [passwordHasher.grow]), and may then still be refused
+//     first (see [hasher.Hasher.Grow]), and may then still be refused
 //     503, its attempt counted, as a rare hash of another system's can;
 //  4. admit, when set, decides whether a right password may go on; its
 //     refusal undoes the counting, since the password was right;
@@ -101,11 +101,11 @@ func (a *Authenticator) login(ctx context.Context, t loginTarget, pw secret.Pres
 	// behind a burst still has the whole of StoreTimeout. The queue's own
 	// bound, QueueTimeout, bounds the wait.
 	parent := ctx
-	if err := a.hasher.acquire(parent, a.entrant(parent, t)); err != nil {
+	if err := a.hasher.Gate.Acquire(parent, a.entrant(parent, t)); err != nil {
 		return err
 	}
 	held := houseThreads
-	defer func() { a.hasher.release(held) }()
+	defer func() { a.hasher.Release(held) }()
 	ctx, cancel := context.WithTimeout(parent, a.cfg.StoreTimeout)
 	defer cancel()
 	client := clientaddr.Key(clientaddr.Counted(ctx))

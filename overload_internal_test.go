@@ -71,7 +71,7 @@ func TestPasswordFloodSparesKnownClients(t *testing.T) {
 				c.Now = time.Now
 				c.ClientRate = 0 // the default limit per address
 			})
-			a.hasher.argonKey = func(password, salt []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
+			a.hasher.ArgonKey = func(password, salt []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
 				time.Sleep(5 * time.Millisecond)
 				sum := sha256.Sum256(append(append([]byte{}, salt...), password...))
 				return sum[:keyLen]

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/nmauth/nmauth/internal/hashfmt"
 	"io"
 	"math/rand/v2"
 	"runtime"
@@ -21,13 +20,15 @@ import (
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/text/secure/precis"
+
+	"github.com/nmauth/nmauth/internal/hashfmt"
 )
 
 const testPassword = "correct horse battery staple"
 
 // argonCall records the parameters one argon2id run was asked for.
 type argonCall struct {
-	argonParams
+	hashfmt.Params
 	salt   []byte
 	keyLen uint32
 }
@@ -40,10 +41,10 @@ func recordingHasher(t *testing.T, rnd io.Reader) (*passwordHasher, func() []arg
 	var mu sync.Mutex
 	var calls []argonCall
 	h := newPasswordHasher(2, 0, rnd)
-	h.argonKey = func(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+	h.ArgonKey = func(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
 		mu.Lock()
 		defer mu.Unlock()
-		calls = append(calls, argonCall{argonParams{Memory: memory, Time: time, Threads: threads}, bytes.Clone(salt), keyLen})
+		calls = append(calls, argonCall{hashfmt.Params{Memory: memory, Time: time, Threads: threads}, bytes.Clone(salt), keyLen})
 		return make([]byte, keyLen)
 	}
 	return h, func() []argonCall {
@@ -58,11 +59,11 @@ func recordingHasher(t *testing.T, rnd io.Reader) (*passwordHasher, func() []arg
 func noWorkHasher(t *testing.T) *passwordHasher {
 	t.Helper()
 	h := newPasswordHasher(1, 0, nil)
-	h.argonKey = func(_, _ []byte, tm, m uint32, p uint8, kl uint32) []byte {
+	h.ArgonKey = func(_, _ []byte, tm, m uint32, p uint8, kl uint32) []byte {
 		t.Errorf("argon2id ran with m=%d t=%d p=%d keyLen=%d", m, tm, p, kl)
 		return make([]byte, kl)
 	}
-	h.bcryptCompare = func(_, _ []byte) error {
+	h.BcryptCompare = func(_, _ []byte) error {
 		t.Error("bcrypt ran")
 		return bcrypt.ErrMismatchedHashAndPassword
 	}
@@ -71,11 +72,11 @@ func noWorkHasher(t *testing.T) *passwordHasher {
 
 // argonPHC builds a PHC string for password with the given parameters
 // using the real argon2id.
-func argonPHC(t testing.TB, password string, p argonParams, saltLen, keyLen int) string {
+func argonPHC(t testing.TB, password string, p hashfmt.Params, saltLen, keyLen int) string {
 	t.Helper()
 	salt := bytes.Repeat([]byte{0x5a}, saltLen)
 	key := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, uint32(keyLen))
-	return encodeArgonHash(argonHash{Params: p, Salt: salt, Key: key})
+	return hashfmt.Argon2idHash{Params: p, Salt: salt, Key: key}.Encode()
 }
 
 func bcryptHash(t testing.TB, password string) string {
@@ -90,7 +91,7 @@ func bcryptHash(t testing.TB, password string) string {
 func TestPasswordHashRoundTrip(t *testing.T) {
 	h := newPasswordHasher(2, 0, nil)
 	ctx := context.Background()
-	encoded, err := h.hash(ctx, testPassword)
+	encoded, err := h.Hash(ctx, testPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,18 +99,18 @@ func TestPasswordHashRoundTrip(t *testing.T) {
 		t.Fatalf("hash %q contains the password", encoded)
 	}
 
-	ok, upgrade, err := h.verify(ctx, encoded, testPassword)
+	ok, upgrade, err := h.Verify(ctx, encoded, testPassword)
 	if err != nil || !ok || upgrade {
 		t.Errorf("verify(right password) = %v, %v, %v; want true, false, nil", ok, upgrade, err)
 	}
 	for _, wrong := range []string{"", "correct horse battery stapl", testPassword + " ", "Correct horse battery staple"} {
-		ok, upgrade, err := h.verify(ctx, encoded, wrong)
+		ok, upgrade, err := h.Verify(ctx, encoded, wrong)
 		if err != nil || ok || upgrade {
 			t.Errorf("verify(%q) = %v, %v, %v; want false, false, nil", wrong, ok, upgrade, err)
 		}
 	}
 
-	again, err := h.hash(ctx, testPassword)
+	again, err := h.Hash(ctx, testPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestPasswordHashRoundTrip(t *testing.T) {
 func TestPasswordHashPHCFormat(t *testing.T) {
 	salt := []byte("0123456789abcdef")
 	h, calls := recordingHasher(t, bytes.NewReader(salt))
-	encoded, err := h.hash(context.Background(), testPassword)
+	encoded, err := h.Hash(context.Background(), testPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,16 +144,16 @@ func TestPasswordHashPHCFormat(t *testing.T) {
 	if strings.Count(encoded, "=") != 4 {
 		t.Errorf("hash %q carries base64 padding", encoded)
 	}
-	want := argonCall{argonParams{Memory: 19456, Time: 2, Threads: 1}, salt, 32}
-	if c := calls(); len(c) != 1 || c[0].argonParams != want.argonParams || !bytes.Equal(c[0].salt, salt) || c[0].keyLen != 32 {
+	want := argonCall{hashfmt.Params{Memory: 19456, Time: 2, Threads: 1}, salt, 32}
+	if c := calls(); len(c) != 1 || c[0].Params != want.Params || !bytes.Equal(c[0].salt, salt) || c[0].keyLen != 32 {
 		t.Errorf("argon2id calls = %+v; want one with %+v", c, want)
 	}
 }
 
 func TestPasswordHashRandomFailure(t *testing.T) {
 	h := noWorkHasher(t)
-	h.rnd = iotest.ErrReader(errors.New("entropy gone"))
-	if encoded, err := h.hash(context.Background(), testPassword); err == nil {
+	h.Rand = iotest.ErrReader(errors.New("entropy gone"))
+	if encoded, err := h.Hash(context.Background(), testPassword); err == nil {
 		t.Fatalf("hash = %q with a failing rnd; want an error", encoded)
 	}
 }
@@ -164,11 +165,11 @@ func TestVerifyBcrypt(t *testing.T) {
 	for _, prefix := range []string{"$2a$", "$2b$", "$2y$"} {
 		t.Run(prefix, func(t *testing.T) {
 			encoded := prefix + generated[4:]
-			ok, upgrade, err := h.verify(ctx, encoded, testPassword)
+			ok, upgrade, err := h.Verify(ctx, encoded, testPassword)
 			if err != nil || !ok || !upgrade {
 				t.Errorf("verify(right password) = %v, %v, %v; want true, true, nil", ok, upgrade, err)
 			}
-			ok, upgrade, err = h.verify(ctx, encoded, "wrong password")
+			ok, upgrade, err = h.Verify(ctx, encoded, "wrong password")
 			if err != nil || ok || upgrade {
 				t.Errorf("verify(wrong password) = %v, %v, %v; want false, false, nil", ok, upgrade, err)
 			}
@@ -179,29 +180,29 @@ func TestVerifyBcrypt(t *testing.T) {
 func TestVerifyArgonUpgrade(t *testing.T) {
 	tests := []struct {
 		name        string
-		params      argonParams
+		params      hashfmt.Params
 		saltLen     int
 		keyLen      int
 		wantUpgrade bool
 	}{
-		{"current", argonParams{Memory: 19456, Time: 2, Threads: 1}, 16, 32, false},
-		{"less memory", argonParams{Memory: 8192, Time: 2, Threads: 1}, 16, 32, true},
-		{"fewer passes", argonParams{Memory: 19456, Time: 1, Threads: 1}, 16, 32, true},
-		{"short salt", argonParams{Memory: 19456, Time: 2, Threads: 1}, 8, 32, true},
-		{"short key", argonParams{Memory: 19456, Time: 2, Threads: 1}, 16, 16, true},
-		{"more passes", argonParams{Memory: 19456, Time: 3, Threads: 1}, 16, 32, false},
-		{"more memory and lanes", argonParams{Memory: 32768, Time: 2, Threads: 2}, 16, 32, false},
-		{"longer salt and key", argonParams{Memory: 19456, Time: 2, Threads: 1}, 32, 64, false},
+		{"current", hashfmt.Params{Memory: 19456, Time: 2, Threads: 1}, 16, 32, false},
+		{"less memory", hashfmt.Params{Memory: 8192, Time: 2, Threads: 1}, 16, 32, true},
+		{"fewer passes", hashfmt.Params{Memory: 19456, Time: 1, Threads: 1}, 16, 32, true},
+		{"short salt", hashfmt.Params{Memory: 19456, Time: 2, Threads: 1}, 8, 32, true},
+		{"short key", hashfmt.Params{Memory: 19456, Time: 2, Threads: 1}, 16, 16, true},
+		{"more passes", hashfmt.Params{Memory: 19456, Time: 3, Threads: 1}, 16, 32, false},
+		{"more memory and lanes", hashfmt.Params{Memory: 32768, Time: 2, Threads: 2}, 16, 32, false},
+		{"longer salt and key", hashfmt.Params{Memory: 19456, Time: 2, Threads: 1}, 32, 64, false},
 	}
 	h := newPasswordHasher(2, 0, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			encoded := argonPHC(t, testPassword, tt.params, tt.saltLen, tt.keyLen)
-			ok, upgrade, err := h.verify(context.Background(), encoded, testPassword)
+			ok, upgrade, err := h.Verify(context.Background(), encoded, testPassword)
 			if err != nil || !ok || upgrade != tt.wantUpgrade {
 				t.Errorf("verify = %v, %v, %v; want true, %v, nil", ok, upgrade, err, tt.wantUpgrade)
 			}
-			ok, upgrade, err = h.verify(context.Background(), encoded, "wrong password")
+			ok, upgrade, err = h.Verify(context.Background(), encoded, "wrong password")
 			if err != nil || ok || upgrade {
 				t.Errorf("verify(wrong password) = %v, %v, %v; want false, false, nil", ok, upgrade, err)
 			}
@@ -255,9 +256,9 @@ func TestVerifyMalformedHash(t *testing.T) {
 	h := noWorkHasher(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ok, upgrade, err := h.verify(context.Background(), tt.encoded, testPassword)
-			if ok || upgrade || !errors.Is(err, errMalformedHash) {
-				t.Errorf("verify(%q) = %v, %v, %v; want false, false, errMalformedHash", tt.encoded, ok, upgrade, err)
+			ok, upgrade, err := h.Verify(context.Background(), tt.encoded, testPassword)
+			if ok || upgrade || !errors.Is(err, hashfmt.ErrMalformed) {
+				t.Errorf("verify(%q) = %v, %v, %v; want false, false, hashfmt.ErrMalformed", tt.encoded, ok, upgrade, err)
 			}
 		})
 	}
@@ -292,9 +293,9 @@ func TestVerifyAbsurdParams(t *testing.T) {
 	h := noWorkHasher(t)
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
-			ok, _, err := h.verify(context.Background(), tt.encoded, testPassword)
-			if ok || !errors.Is(err, errMalformedHash) || !strings.Contains(err.Error(), tt.named) {
-				t.Errorf("verify(%q) = %v, %v; want errMalformedHash naming %q", tt.encoded, ok, err, tt.named)
+			ok, _, err := h.Verify(context.Background(), tt.encoded, testPassword)
+			if ok || !errors.Is(err, hashfmt.ErrMalformed) || !strings.Contains(err.Error(), tt.named) {
+				t.Errorf("verify(%q) = %v, %v; want hashfmt.ErrMalformed naming %q", tt.encoded, ok, err, tt.named)
 			}
 		})
 	}
@@ -303,21 +304,21 @@ func TestVerifyAbsurdParams(t *testing.T) {
 	// beyond them.
 	for _, largest := range []struct {
 		params string
-		want   argonParams
+		want   hashfmt.Params
 	}{
-		{"m=65536,t=4,p=4", argonParams{Memory: 64 << 10, Time: 4, Threads: 4}},
-		{"m=16384,t=16,p=1", argonParams{Memory: 16 << 10, Time: 16, Threads: 1}},
+		{"m=65536,t=4,p=4", hashfmt.Params{Memory: 64 << 10, Time: 4, Threads: 4}},
+		{"m=16384,t=16,p=1", hashfmt.Params{Memory: 16 << 10, Time: 16, Threads: 1}},
 	} {
 		t.Run("largest accepted "+largest.params, func(t *testing.T) {
 			h, calls := recordingHasher(t, nil)
-			ok, _, err := h.verify(context.Background(), phc(largest.params), testPassword)
+			ok, _, err := h.Verify(context.Background(), phc(largest.params), testPassword)
 			if err != nil {
 				t.Fatalf("verify: %v", err)
 			}
 			if !ok { // the stand-in derives zeros, which is the stored key
 				t.Error("verify = false with the stand-in key")
 			}
-			if c := calls(); len(c) != 1 || c[0].argonParams != largest.want || c[0].keyLen != 32 {
+			if c := calls(); len(c) != 1 || c[0].Params != largest.want || c[0].keyLen != 32 {
 				t.Errorf("argon2id calls = %+v; want one with %+v", c, largest.want)
 			}
 		})
@@ -325,9 +326,9 @@ func TestVerifyAbsurdParams(t *testing.T) {
 	t.Run("bcrypt cost 14 accepted", func(t *testing.T) {
 		h := newPasswordHasher(1, 0, nil)
 		var got []byte
-		h.bcryptCompare = func(hash, _ []byte) error { got = hash; return bcrypt.ErrMismatchedHashAndPassword }
+		h.BcryptCompare = func(hash, _ []byte) error { got = hash; return bcrypt.ErrMismatchedHashAndPassword }
 		encoded := bc[:4] + "14" + bc[6:]
-		ok, _, err := h.verify(context.Background(), encoded, testPassword)
+		ok, _, err := h.Verify(context.Background(), encoded, testPassword)
 		if ok || err != nil || string(got) != encoded {
 			t.Errorf("verify = %v, %v, compared %q; want false, nil, the hash", ok, err, got)
 		}
@@ -340,13 +341,13 @@ func blockingHasher(t *testing.T) (h *passwordHasher, entered chan struct{}, rel
 	t.Helper()
 	h = newPasswordHasher(1, 1, nil)
 	entered, release, runs = make(chan struct{}), make(chan struct{}), new(atomic.Int32)
-	h.argonKey = func(_, _ []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
+	h.ArgonKey = func(_, _ []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
 		runs.Add(1)
 		entered <- struct{}{}
 		<-release
 		return make([]byte, keyLen)
 	}
-	h.bcryptCompare = func(_, _ []byte) error {
+	h.BcryptCompare = func(_, _ []byte) error {
 		runs.Add(1)
 		entered <- struct{}{}
 		<-release
@@ -360,7 +361,7 @@ func blockingHasher(t *testing.T) (h *passwordHasher, entered chan struct{}, rel
 // deadline.
 func waitForTickets(h *passwordHasher, n int) {
 	for {
-		running, waiting := h.gate.Load()
+		running, waiting := h.Gate.Load()
 		if running+waiting >= n {
 			return
 		}
@@ -369,22 +370,22 @@ func waitForTickets(h *passwordHasher, n int) {
 }
 
 func TestPasswordHasherBound(t *testing.T) {
-	validArgon := argonPHC(t, testPassword, argonParams{Memory: 64, Time: 1, Threads: 1}, 16, 32)
+	validArgon := argonPHC(t, testPassword, hashfmt.Params{Memory: 64, Time: 1, Threads: 1}, 16, 32)
 	validBcrypt := bcryptHash(t, testPassword)
 	thirdCallers := []struct {
 		name string
 		call func(context.Context, *passwordHasher) error
 	}{
-		{"hash", func(ctx context.Context, h *passwordHasher) error { _, err := h.hash(ctx, testPassword); return err }},
+		{"hash", func(ctx context.Context, h *passwordHasher) error { _, err := h.Hash(ctx, testPassword); return err }},
 		{"verify argon2id", func(ctx context.Context, h *passwordHasher) error {
-			_, _, err := h.verify(ctx, validArgon, testPassword)
+			_, _, err := h.Verify(ctx, validArgon, testPassword)
 			return err
 		}},
 		{"verify bcrypt", func(ctx context.Context, h *passwordHasher) error {
-			_, _, err := h.verify(ctx, validBcrypt, testPassword)
+			_, _, err := h.Verify(ctx, validBcrypt, testPassword)
 			return err
 		}},
-		{"verifyDummy", func(ctx context.Context, h *passwordHasher) error { return h.verifyDummy(ctx, testPassword) }},
+		{"verifyDummy", func(ctx context.Context, h *passwordHasher) error { return h.VerifyDummy(ctx, testPassword) }},
 	}
 	for _, third := range thirdCallers {
 		t.Run(third.name, func(t *testing.T) {
@@ -393,13 +394,13 @@ func TestPasswordHasherBound(t *testing.T) {
 
 			// First caller holds the only slot.
 			first := make(chan error, 1)
-			go func() { _, err := h.hash(ctx, testPassword); first <- err }()
+			go func() { _, err := h.Hash(ctx, testPassword); first <- err }()
 			<-entered
 
 			// Second caller waits in the only queue place.
 			waitCtx, cancel := context.WithCancel(ctx)
 			second := make(chan error, 1)
-			go func() { _, err := h.hash(waitCtx, testPassword); second <- err }()
+			go func() { _, err := h.Hash(waitCtx, testPassword); second <- err }()
 			waitForTickets(h, 2)
 
 			// Third caller is turned away at once.
@@ -418,7 +419,7 @@ func TestPasswordHasherBound(t *testing.T) {
 			// Its place is free again: a new caller may wait, and runs
 			// once the first is done.
 			fourth := make(chan error, 1)
-			go func() { _, _, err := h.verify(ctx, validArgon, testPassword); fourth <- err }()
+			go func() { _, _, err := h.Verify(ctx, validArgon, testPassword); fourth <- err }()
 			waitForTickets(h, 2)
 			close(release)
 			if err := <-first; err != nil {
@@ -431,7 +432,7 @@ func TestPasswordHasherBound(t *testing.T) {
 			if n := runs.Load(); n != 2 {
 				t.Errorf("hashing ran %d times; want 2 (the refused and cancelled callers must not run)", n)
 			}
-			if running, waiting := h.gate.Load(); running != 0 || waiting != 0 {
+			if running, waiting := h.Gate.Load(); running != 0 || waiting != 0 {
 				t.Errorf("after all callers: %d running, %d waiting; want none", running, waiting)
 			}
 		})
@@ -442,13 +443,13 @@ func TestPasswordHasherEndedContext(t *testing.T) {
 	h := noWorkHasher(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := h.hash(ctx, testPassword); !errors.Is(err, context.Canceled) {
+	if _, err := h.Hash(ctx, testPassword); !errors.Is(err, context.Canceled) {
 		t.Errorf("hash: %v; want context.Canceled", err)
 	}
-	if ok, _, err := h.verify(ctx, bcryptHash(t, testPassword), testPassword); ok || !errors.Is(err, context.Canceled) {
+	if ok, _, err := h.Verify(ctx, bcryptHash(t, testPassword), testPassword); ok || !errors.Is(err, context.Canceled) {
 		t.Errorf("verify: %v, %v; want false, context.Canceled", ok, err)
 	}
-	if err := h.verifyDummy(ctx, testPassword); !errors.Is(err, context.Canceled) {
+	if err := h.VerifyDummy(ctx, testPassword); !errors.Is(err, context.Canceled) {
 		t.Errorf("verifyDummy: %v; want context.Canceled", err)
 	}
 }
@@ -457,7 +458,7 @@ func TestPasswordHasherConcurrencyLimit(t *testing.T) {
 	const limit, callers = 2, 24
 	h := newPasswordHasher(limit, callers, nil)
 	var inFlight, peak atomic.Int32
-	h.argonKey = func(_, _ []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
+	h.ArgonKey = func(_, _ []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
 		n := inFlight.Add(1)
 		for {
 			p := peak.Load()
@@ -475,9 +476,9 @@ func TestPasswordHasherConcurrencyLimit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			encoded, err := h.hash(context.Background(), testPassword)
+			encoded, err := h.Hash(context.Background(), testPassword)
 			if err == nil {
-				_, _, err = h.verify(context.Background(), encoded, testPassword)
+				_, _, err = h.Verify(context.Background(), encoded, testPassword)
 			}
 			errs <- err
 		}()
@@ -507,10 +508,10 @@ func TestNewPasswordHasherDefaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d,%d", tt.concurrency, tt.queue), func(t *testing.T) {
 			h := newPasswordHasher(tt.concurrency, tt.queue, nil)
-			if h.gate.Limit() != tt.wantSlots || h.gate.Limit()+h.gate.Bound() != tt.wantTickets {
-				t.Errorf("slots %d, queue %d; want %d, %d", h.gate.Limit(), h.gate.Bound(), tt.wantSlots, tt.wantTickets-tt.wantSlots)
+			if h.Gate.Limit() != tt.wantSlots || h.Gate.Limit()+h.Gate.Bound() != tt.wantTickets {
+				t.Errorf("slots %d, queue %d; want %d, %d", h.Gate.Limit(), h.Gate.Bound(), tt.wantSlots, tt.wantTickets-tt.wantSlots)
 			}
-			if h.rnd == nil {
+			if h.Rand == nil {
 				t.Error("nil rnd not replaced by crypto/rand")
 			}
 		})
@@ -520,7 +521,7 @@ func TestNewPasswordHasherDefaults(t *testing.T) {
 func TestVerifyDummy(t *testing.T) {
 	h, calls := recordingHasher(t, nil)
 	for range 3 {
-		if err := h.verifyDummy(context.Background(), testPassword); err != nil {
+		if err := h.VerifyDummy(context.Background(), testPassword); err != nil {
 			t.Fatalf("verifyDummy: %v", err)
 		}
 	}
@@ -529,28 +530,28 @@ func TestVerifyDummy(t *testing.T) {
 		t.Fatalf("argon2id ran %d times for 3 dummy checks", len(c))
 	}
 	for _, call := range c {
-		if call.argonParams != currentArgonParams() || call.keyLen != argonKeyLen || len(call.salt) != argonSaltLen {
+		if call.Params != hashfmt.Current() || call.keyLen != hashfmt.KeyLen || len(call.salt) != hashfmt.SaltLen {
 			t.Errorf("dummy work %+v differs from a current hash's", call)
 		}
 		if !bytes.Equal(call.salt, c[0].salt) {
 			t.Error("dummy hash changed between calls; want one built once")
 		}
 	}
-	if ok, _, err := h.verify(context.Background(), h.dummy, testPassword); ok || err != nil {
+	if ok, _, err := h.Verify(context.Background(), h.Dummy(), testPassword); ok || err != nil {
 		t.Errorf("verify against the dummy = %v, %v; want false, nil", ok, err)
 	}
 }
 
 func TestVerifyDummyRealWork(t *testing.T) {
 	h := newPasswordHasher(1, 0, nil)
-	if err := h.verifyDummy(context.Background(), testPassword); err != nil {
+	if err := h.VerifyDummy(context.Background(), testPassword); err != nil {
 		t.Fatalf("verifyDummy: %v", err)
 	}
-	dummy, err := hashfmt.ParseArgon2id(h.dummy)
+	dummy, err := hashfmt.ParseArgon2id(h.Dummy())
 	if err != nil {
-		t.Fatalf("dummy hash %q does not parse: %v", h.dummy, err)
+		t.Fatalf("dummy hash %q does not parse: %v", h.Dummy(), err)
 	}
-	if dummy.Params != currentArgonParams() || dummy.WeakerThanCurrent() {
+	if dummy.Params != hashfmt.Current() || dummy.WeakerThanCurrent() {
 		t.Errorf("dummy parameters %+v; want the current ones", dummy.Params)
 	}
 }
@@ -666,7 +667,7 @@ func TestPreparePasswordPrintableASCII(t *testing.T) {
 // without limit.
 func fuzzHasher(t *testing.T) *passwordHasher {
 	h := newPasswordHasher(1, 0, nil)
-	h.argonKey = func(password, salt []byte, tm, m uint32, p uint8, keyLen uint32) []byte {
+	h.ArgonKey = func(password, salt []byte, tm, m uint32, p uint8, keyLen uint32) []byte {
 		if tm < 1 || tm > hashfmt.MaxArgonTime || p < 1 || p > hashfmt.MaxArgonThreads || m < 8*uint32(p) || m > hashfmt.MaxArgonMemory ||
 			keyLen < hashfmt.MinArgonKeyLen || keyLen > hashfmt.MaxArgonKeyLen || len(salt) < hashfmt.MinArgonSaltLen || len(salt) > hashfmt.MaxArgonSaltLen {
 			t.Fatalf("argon2id reached with m=%d t=%d p=%d salt=%d key=%d", m, tm, p, len(salt), keyLen)
@@ -676,7 +677,7 @@ func fuzzHasher(t *testing.T) *passwordHasher {
 		}
 		return make([]byte, keyLen)
 	}
-	h.bcryptCompare = func(hash, password []byte) error {
+	h.BcryptCompare = func(hash, password []byte) error {
 		if cost, err := bcrypt.Cost(hash); err == nil && cost > 5 {
 			return bcrypt.ErrMismatchedHashAndPassword
 		}
@@ -687,8 +688,8 @@ func fuzzHasher(t *testing.T) *passwordHasher {
 
 func FuzzVerifyPasswordHash(f *testing.F) {
 	seeds := []string{
-		argonPHC(f, "password", argonParams{Memory: 64, Time: 1, Threads: 1}, 16, 32),
-		argonPHC(f, "password", argonParams{Memory: 256, Time: 2, Threads: 2}, 8, 16),
+		argonPHC(f, "password", hashfmt.Params{Memory: 64, Time: 1, Threads: 1}, 16, 32),
+		argonPHC(f, "password", hashfmt.Params{Memory: 256, Time: 2, Threads: 2}, 8, 16),
 		"$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$" + base64.RawStdEncoding.EncodeToString(make([]byte, 32)),
 		"$argon2id$v=19$m=1048577,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$c2FsdHNhbHRzYWx0c2FsdA",
 		"$argon2id$v=19$m=8,t=0,p=0$c2FsdHNhbHRzYWx0c2FsdA$c2FsdHNhbHRzYWx0c2FsdA",
@@ -703,15 +704,15 @@ func FuzzVerifyPasswordHash(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, encoded string) {
 		h := fuzzHasher(t)
-		ok, upgrade, err := h.verify(context.Background(), encoded, "password")
+		ok, upgrade, err := h.Verify(context.Background(), encoded, "password")
 		if err != nil && (ok || upgrade) {
 			t.Fatalf("verify = %v, %v with error %v", ok, upgrade, err)
 		}
 		if upgrade && !ok {
 			t.Fatal("upgrade reported for a wrong password")
 		}
-		if err != nil && !errors.Is(err, errMalformedHash) {
-			t.Fatalf("verify error %v does not wrap errMalformedHash", err)
+		if err != nil && !errors.Is(err, hashfmt.ErrMalformed) {
+			t.Fatalf("verify error %v does not wrap hashfmt.ErrMalformed", err)
 		}
 		if _, perr := hashfmt.Importable(encoded); perr != nil && !strings.HasPrefix(encoded, hashfmt.Argon2idPrefix) && hashfmt.Identify(encoded) != hashfmt.Bcrypt && err == nil {
 			t.Fatalf("unknown format %q accepted", encoded)
@@ -719,7 +720,7 @@ func FuzzVerifyPasswordHash(f *testing.F) {
 		// The parser accepts only canonical strings: what it reads it
 		// writes back byte for byte.
 		if a, err := hashfmt.ParseArgon2id(encoded); err == nil && strings.HasPrefix(encoded, hashfmt.Argon2idPrefix) {
-			if again := encodeArgonHash(a); again != encoded {
+			if again := a.Encode(); again != encoded {
 				t.Fatalf("parsed %q, re-encoded %q", encoded, again)
 			}
 		}

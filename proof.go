@@ -194,7 +194,7 @@ func (a *Authenticator) askSecondFactor(name string, has *bool) func(context.Con
 			return err
 		}
 		info := userInfo(u, a.now())
-		ok, err := a.guard.ask(ctx, "second factor", func(ctx context.Context) (bool, error) { return a.cfg.SecondFactor(ctx, info) })
+		ok, err := a.guard.g.Ask(ctx, "second factor", func(ctx context.Context) (bool, error) { return a.cfg.SecondFactor(ctx, info) })
 		if err != nil {
 			return err
 		}

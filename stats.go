@@ -69,7 +69,7 @@ type CacheStats struct {
 // it may be called on every scrape; under load its fields are read one
 // after another rather than at one instant.
 func (a *Authenticator) Stats() Stats {
-	running, waiting := a.hasher.gate.Load()
+	running, waiting := a.hasher.Gate.Load()
 	hostsRunning, hostsWaiting := a.hostGate.Load()
 	tokens := a.tokens.stats()
 	var statusHits CacheStats

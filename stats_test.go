@@ -97,7 +97,7 @@ func TestStatsPasswordHashQueue(t *testing.T) {
 	}
 	entered := make(chan struct{}, 3)
 	finish := make(chan struct{})
-	a.hasher.argonKey = func(password, salt []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
+	a.hasher.ArgonKey = func(password, salt []byte, _, _ uint32, _ uint8, keyLen uint32) []byte {
 		entered <- struct{}{}
 		<-finish
 		sum := sha256.Sum256(append(append([]byte{}, salt...), password...))

@@ -208,108 +208,58 @@ var (
 // NewMemoryStore returns an empty [MemoryStore].
 func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 
-// locked runs fn under the store's lock, unless ctx is done already.
-func locked[T any](s *MemoryStore, ctx context.Context, fn func() (T, error)) (T, error) {
-	if err := ctx.Err(); err != nil {
-		var zero T
-		return zero, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return fn()
-}
-
-// do is [locked] for an operation that returns only an error.
-func (s *MemoryStore) do(ctx context.Context, fn func() error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return fn()
-}
-
-// found returns v, or [ErrNotFound] when there is none.
-func found[T any](v T, ok bool) (_ T, err error) {
-	if !ok {
-		err = ErrNotFound
-	}
-	return v, err
-}
-
-// updated returns the error of an update, [ErrNotFound] when there was no
-// record to update.
-func updated(ok bool, err error) error {
-	if !ok {
-		return ErrNotFound
-	}
-	return err
-}
-
-// created returns the error of a create, [ErrExists] when the key was
-// taken.
-func created(ok bool) error {
-	if !ok {
-		return ErrExists
-	}
-	return nil
-}
-
 // GetUser implements [Store].
 func (s *MemoryStore) GetUser(ctx context.Context, name string) (User, error) {
-	return locked(s, ctx, func() (User, error) { return found(s.users.Get(name)) })
+	return memtable.Lock(ctx, &s.mu, func() (User, error) { return s.users.Find(name, ErrNotFound) })
 }
 
 // ListUsers implements [Store].
 func (s *MemoryStore) ListUsers(ctx context.Context, after string, limit int) ([]User, error) {
-	return locked(s, ctx, func() ([]User, error) { return s.users.Page(after, limit), nil })
+	return memtable.Lock(ctx, &s.mu, func() ([]User, error) { return s.users.Page(after, limit), nil })
 }
 
 // CreateUser implements [Store].
 func (s *MemoryStore) CreateUser(ctx context.Context, u User) error {
-	return s.do(ctx, func() error { return created(s.users.Create(u)) })
+	return memtable.Do(ctx, &s.mu, func() error { return s.users.Insert(u, ErrExists) })
 }
 
 // UpdateUser implements [Store].
 func (s *MemoryStore) UpdateUser(ctx context.Context, name string, fn func(*User) error) error {
-	return s.do(ctx, func() error { return updated(s.users.Update(name, fn)) })
+	return memtable.Do(ctx, &s.mu, func() error { return s.users.Change(name, fn, ErrNotFound) })
 }
 
 // DeleteUser implements [Store].
 func (s *MemoryStore) DeleteUser(ctx context.Context, name string) error {
-	return s.do(ctx, func() error {
-		s.users.Delete(name)
-		return nil
-	})
+	return memtable.Do(ctx, &s.mu, func() error { return s.users.Remove(name) })
 }
 
 // GetHost implements [Store].
 func (s *MemoryStore) GetHost(ctx context.Context, id string) (Host, error) {
-	return locked(s, ctx, func() (Host, error) { return found(s.hosts.Get(id)) })
+	return memtable.Lock(ctx, &s.mu, func() (Host, error) { return s.hosts.Find(id, ErrNotFound) })
 }
 
 // ListHosts implements [Store].
 func (s *MemoryStore) ListHosts(ctx context.Context, after string, limit int) ([]Host, error) {
-	return locked(s, ctx, func() ([]Host, error) { return s.hosts.Page(after, limit), nil })
+	return memtable.Lock(ctx, &s.mu, func() ([]Host, error) { return s.hosts.Page(after, limit), nil })
 }
 
 // CreateHost implements [Store].
 func (s *MemoryStore) CreateHost(ctx context.Context, h Host) error {
-	return s.do(ctx, func() error { return created(s.hosts.Create(h)) })
+	return memtable.Do(ctx, &s.mu, func() error { return s.hosts.Insert(h, ErrExists) })
 }
 
 // UpdateHost implements [Store].
 func (s *MemoryStore) UpdateHost(ctx context.Context, id string, fn func(*Host) error) error {
-	return s.do(ctx, func() error { return updated(s.hosts.Update(id, fn)) })
+	return memtable.Do(ctx, &s.mu, func() error { return s.hosts.Change(id, fn, ErrNotFound) })
 }
 
 // UpdateHosts implements [HostBatchStore]: the updates are applied in
 // order under the store's lock.
 func (s *MemoryStore) UpdateHosts(ctx context.Context, updates []HostUpdate) error {
-	return s.do(ctx, func() error {
+	return memtable.Do(ctx, &s.mu, func() error {
 		for i := range updates {
 			u := &updates[i]
-			u.Err = updated(s.hosts.Update(u.ID, u.Fn))
+			u.Err = s.hosts.Change(u.ID, u.Fn, ErrNotFound)
 		}
 		return nil
 	})
@@ -317,10 +267,7 @@ func (s *MemoryStore) UpdateHosts(ctx context.Context, updates []HostUpdate) err
 
 // DeleteHost implements [Store].
 func (s *MemoryStore) DeleteHost(ctx context.Context, id string) error {
-	return s.do(ctx, func() error {
-		s.hosts.Delete(id)
-		return nil
-	})
+	return memtable.Do(ctx, &s.mu, func() error { return s.hosts.Remove(id) })
 }
 
 // userRow is the [memtable.Kind] of a MemoryStore's users.
@@ -352,12 +299,12 @@ func (hostRow) Key(h *Host) *string { return &h.ID }
 
 // KeyChecks implements [KeyCheckStore].
 func (s *MemoryStore) KeyChecks(ctx context.Context) (map[string]string, error) {
-	return locked(s, ctx, func() (map[string]string, error) { return maps.Clone(s.checks), nil })
+	return memtable.Lock(ctx, &s.mu, func() (map[string]string, error) { return maps.Clone(s.checks), nil })
 }
 
 // AddKeyCheck implements [KeyCheckStore].
 func (s *MemoryStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
-	return s.do(ctx, func() error {
+	return memtable.Do(ctx, &s.mu, func() error {
 		if _, ok := s.checks[keyID]; !ok {
 			if s.checks == nil {
 				s.checks = make(map[string]string)
@@ -370,5 +317,5 @@ func (s *MemoryStore) AddKeyCheck(ctx context.Context, keyID, check string) erro
 
 // HasAccounts implements [KeyCheckStore].
 func (s *MemoryStore) HasAccounts(ctx context.Context) (bool, error) {
-	return locked(s, ctx, func() (bool, error) { return s.users.Len()+s.hosts.Len() > 0, nil })
+	return memtable.Lock(ctx, &s.mu, func() (bool, error) { return s.users.Len()+s.hosts.Len() > 0, nil })
 }

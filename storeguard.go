@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/nmauth/nmauth/internal/guard"
 )
@@ -26,27 +25,16 @@ func newGuardedStore(cfg Config) *guardedStore {
 	return &guardedStore{Store: cfg.Store, g: guard.New(cfg.StoreTimeout, ErrStoreUnavailable, cfg.Logger, cfg.Now)}
 }
 
-// checkStore refuses a Store that is nil or a nil pointer (or map, slice,
-// func, chan) of a type that implements Store: either would be accepted by
-// New and fail only at its first use.
+// checkStore refuses a Store that is nil, or a nil value of a type that
+// implements Store (see [guard.Nil]).
 func checkStore(s Store) error {
-	if s == nil {
+	switch {
+	case s == nil:
 		return errors.New("nmauth: Config.Store is required")
-	}
-	v := reflect.ValueOf(s)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		if v.IsNil() {
-			return fmt.Errorf("nmauth: Config.Store is a nil %T; give it a value, such as nmauth.NewMemoryStore()", s)
-		}
+	case guard.Nil(s):
+		return fmt.Errorf("nmauth: Config.Store is a nil %T; give it a value, such as nmauth.NewMemoryStore()", s)
 	}
 	return nil
-}
-
-// call runs op under the deadline (see [guard.Guard.Call]); keep reports
-// the errors that are not the Store's failures.
-func (s *guardedStore) call(ctx context.Context, what string, op func(context.Context) error, keep func(error) bool) error {
-	return s.g.Call(ctx, what, op, keep)
 }
 
 // contractError reports the errors the Store contract gives a meaning:
@@ -58,43 +46,35 @@ func contractError(err error) bool {
 }
 
 func (s *guardedStore) GetUser(ctx context.Context, name string) (User, error) {
-	return guardedResult(s, ctx, "get user", func(ctx context.Context) (User, error) { return s.Store.GetUser(ctx, name) }, contractError)
+	return guard.Result(s.g, ctx, "get user", func(ctx context.Context) (User, error) { return s.Store.GetUser(ctx, name) }, contractError)
 }
 
 func (s *guardedStore) ListUsers(ctx context.Context, after string, limit int) ([]User, error) {
-	return guardedList(s, ctx, "list users", func(ctx context.Context) ([]User, error) { return s.Store.ListUsers(ctx, after, limit) })
+	return guard.List(s.g, ctx, "list users", func(ctx context.Context) ([]User, error) { return s.Store.ListUsers(ctx, after, limit) }, contractError)
 }
 
 func (s *guardedStore) ListHosts(ctx context.Context, after string, limit int) ([]Host, error) {
-	return guardedList(s, ctx, "list hosts", func(ctx context.Context) ([]Host, error) { return s.Store.ListHosts(ctx, after, limit) })
-}
-
-// guardedList is guardedResult for a listing, which the Store may answer
-// with what it read beside its error: that is returned too, when the
-// call answered in time.
-func guardedList[T any](g *guardedStore, ctx context.Context, what string, op func(context.Context) ([]T, error)) ([]T, error) {
-	return guard.List(g.g, ctx, what, op, contractError)
+	return guard.List(s.g, ctx, "list hosts", func(ctx context.Context) ([]Host, error) { return s.Store.ListHosts(ctx, after, limit) }, contractError)
 }
 
 func (s *guardedStore) CreateUser(ctx context.Context, u User) error {
-	return s.call(ctx, "create user", func(ctx context.Context) error { return s.Store.CreateUser(ctx, u) }, contractError)
+	return s.g.Call(ctx, "create user", func(ctx context.Context) error { return s.Store.CreateUser(ctx, u) }, contractError)
 }
 
 func (s *guardedStore) DeleteUser(ctx context.Context, name string) error {
-	return s.call(ctx, "delete user", func(ctx context.Context) error { return s.Store.DeleteUser(ctx, name) }, contractError)
+	return s.g.Call(ctx, "delete user", func(ctx context.Context) error { return s.Store.DeleteUser(ctx, name) }, contractError)
 }
 
-func (s *guardedStore) GetHost(ctx context.Context, id string) (h Host, err error) {
-	h, err = guardedResult(s, ctx, "get host", func(ctx context.Context) (Host, error) { return s.Store.GetHost(ctx, id) }, contractError)
-	return h, err
+func (s *guardedStore) GetHost(ctx context.Context, id string) (Host, error) {
+	return guard.Result(s.g, ctx, "get host", func(ctx context.Context) (Host, error) { return s.Store.GetHost(ctx, id) }, contractError)
 }
 
 func (s *guardedStore) CreateHost(ctx context.Context, h Host) error {
-	return s.call(ctx, "create host", func(ctx context.Context) error { return s.Store.CreateHost(ctx, h) }, contractError)
+	return s.g.Call(ctx, "create host", func(ctx context.Context) error { return s.Store.CreateHost(ctx, h) }, contractError)
 }
 
 func (s *guardedStore) DeleteHost(ctx context.Context, id string) error {
-	return s.call(ctx, "delete host", func(ctx context.Context) error { return s.Store.DeleteHost(ctx, id) }, contractError)
+	return s.g.Call(ctx, "delete host", func(ctx context.Context) error { return s.Store.DeleteHost(ctx, id) }, contractError)
 }
 
 // UpdateUser runs fn only while its caller waits (see [guard.Update]), so
@@ -123,12 +103,3 @@ func (a *Authenticator) Ready(ctx context.Context) error {
 
 // readinessProbe is the name [Authenticator.Ready] asks for.
 const readinessProbe = "nmauth readiness"
-
-// ask runs one of the application's hooks (Config.SecondFactor,
-// NodeMember, NodeTokenValid), which typically read a database of the
-// application's, as a Store call is run: under the Store deadline, even
-// if the hook ignores its context, with a panic contained (a 500). Any
-// error, the deadline's included, is [ErrStoreUnavailable].
-func (s *guardedStore) ask(ctx context.Context, what string, hook func(context.Context) (bool, error)) (bool, error) {
-	return s.g.Ask(ctx, what, hook)
-}

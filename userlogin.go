@@ -112,7 +112,7 @@ func (a *Authenticator) userTokenTTL(ctx context.Context, name string) (time.Dur
 		return longest, nil
 	}
 	var answer atomic.Int64
-	if err := a.guard.call(ctx, "user token lifetime", func(ctx context.Context) error {
+	if err := a.guard.g.Call(ctx, "user token lifetime", func(ctx context.Context) error {
 		d, err := a.cfg.UserTokenLifetime(ctx, name)
 		answer.Store(int64(d))
 		return err

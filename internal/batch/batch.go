@@ -5,10 +5,13 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -148,3 +151,40 @@ func (q *Queue[T]) Flush(ctx context.Context) (int, error) {
 		return n, ctx.Err()
 	}
 }
+
+// Failing is what a [Writer] keeps and tells of the batches that fail: it
+// is set from a failed Write until one takes its batch again, and it logs
+// one line when batches start to fail (with the stack of a panic) and one
+// when they are taken again.
+type Failing struct {
+	Log *slog.Logger
+	// Waits, Panicked and Back are the messages of the lines logged for a
+	// failed Write, a panicked one, and a Write taken again.
+	Waits, Panicked, Back string
+
+	failing atomic.Bool
+}
+
+// Failed is told of a Write of n items that failed with err, as
+// [Writer.Failed] is.
+func (f *Failing) Failed(n int, err error, again bool) {
+	f.failing.Store(true)
+	var p *Panic
+	switch {
+	case again:
+	case errors.As(err, &p):
+		f.Log.Error(f.Panicked, "writes", n, "panic", p.Value, "stack", p.Stack)
+	default:
+		f.Log.Warn(f.Waits, "writes", n, "err", err)
+	}
+}
+
+// Recovered is told of a Write taken after failed ones, as
+// [Writer.Recovered] is.
+func (f *Failing) Recovered() {
+	f.Log.Info(f.Back)
+	f.failing.Store(false)
+}
+
+// Load reports whether the last Write failed.
+func (f *Failing) Load() bool { return f.failing.Load() }

@@ -1,9 +1,12 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,4 +165,24 @@ func TestFlushEnds(t *testing.T) {
 	}
 	close(r.gate)
 	flush(t, q)
+}
+
+// TestFailing: one line when writes start to fail, none while they keep
+// failing, one when they are taken again; Load follows.
+func TestFailing(t *testing.T) {
+	var logs bytes.Buffer
+	f := Failing{Log: slog.New(slog.NewTextHandler(&logs, nil)), Waits: "waits", Panicked: "panicked", Back: "back"}
+	f.Failed(3, errors.New("down"), false)
+	f.Failed(3, errors.New("down"), true)
+	if !f.Load() || strings.Count(logs.String(), "msg=waits") != 1 {
+		t.Fatalf("after two failures: Load %v, logs %q", f.Load(), logs.String())
+	}
+	f.Failed(1, &Panic{Value: "boom", Stack: "the stack"}, false)
+	if !strings.Contains(logs.String(), `msg=panicked writes=1 panic=boom stack="the stack"`) {
+		t.Errorf("a panic's line: %q", logs.String())
+	}
+	f.Recovered()
+	if f.Load() || !strings.Contains(logs.String(), "msg=back") {
+		t.Errorf("after Recovered: Load %v, logs %q", f.Load(), logs.String())
+	}
 }

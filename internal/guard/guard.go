@@ -4,7 +4,8 @@
 // panic of the call is contained and returned as an error of that call
 // alone, and failures are logged at a bounded rate. It knows nothing of
 // what it calls beyond its name (what) and which of its errors are
-// answers rather than failures (keep).
+// answers rather than failures (keep). [Nil] refuses a party that is nil
+// behind its interface before any call.
 package guard
 
 import (
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -43,6 +45,20 @@ func New(timeout time.Duration, unavailable error, log *slog.Logger, now func() 
 		panics:      &faultLog{log: log, now: now, interval: time.Second},
 		idle:        make(chan func()),
 	}
+}
+
+// Nil reports whether v, a party given to be called, is nil or a nil
+// pointer, map, slice, func or chan behind an interface: either would be
+// accepted and fail only at its first call.
+func Nil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return r.IsNil()
+	}
+	return false
 }
 
 // workerIdle is how long a goroutine that ran a call waits for the next
@@ -137,6 +153,25 @@ func (g *Guard) Call(ctx context.Context, what string, op func(context.Context) 
 	return fmt.Errorf("%w: %s: %w", g.unavailable, what, err)
 }
 
+// Result is Call for an op that returns a value, which is returned only
+// when the call answered in time with nil: a call past its deadline may
+// still be running, and its value is never read.
+func Result[T any](g *Guard, ctx context.Context, what string, op func(context.Context) (T, error), keep func(error) bool) (T, error) {
+	var got atomic.Pointer[T]
+	err := g.Call(ctx, what, func(ctx context.Context) error {
+		v, err := op(ctx)
+		if err == nil {
+			got.Store(&v)
+		}
+		return err
+	}, keep)
+	if p := got.Load(); err == nil && p != nil {
+		return *p, nil
+	}
+	var zero T
+	return zero, err
+}
+
 // List is Call for a listing, which op may answer with what it read
 // beside its error: that is returned too, when the call answered in time
 // with nil or an error that keep keeps.
@@ -186,8 +221,11 @@ func Update[R any](g *Guard, ctx context.Context, what, key string,
 	return err
 }
 
-// Ask runs hook as Call runs a call, every error of it a failure, and
-// reports its answer: false with any error.
+// Ask runs hook, one of an application's hooks (which typically read a
+// database of the application's), as Call runs a call: under the
+// deadline even if the hook ignores its context, with a panic contained.
+// Every error of it is a failure; it reports hook's answer, false with
+// any error.
 func (g *Guard) Ask(ctx context.Context, what string, hook func(context.Context) (bool, error)) (bool, error) {
 	var ok atomic.Bool
 	err := g.Call(ctx, what, func(ctx context.Context) error {

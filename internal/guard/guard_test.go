@@ -187,3 +187,34 @@ func TestAsk(t *testing.T) {
 		t.Errorf("a hook that fails: %v, %v; want false and unavailable", ok, err)
 	}
 }
+
+// TestResult: a value comes back only with nil; an answer past the
+// deadline is never read.
+func TestResult(t *testing.T) {
+	g, _, _ := testGuard(20 * time.Millisecond)
+	ctx := context.Background()
+	if v, err := Result(g, ctx, "ok", func(context.Context) (int, error) { return 7, nil }, keepAnswer); v != 7 || err != nil {
+		t.Errorf("Result = %d, %v; want 7, nil", v, err)
+	}
+	if v, err := Result(g, ctx, "answer", func(context.Context) (int, error) { return 7, errAnswer }, keepAnswer); v != 0 || err != errAnswer {
+		t.Errorf("Result with a kept error = %d, %v; want 0 and the error", v, err)
+	}
+	slow := func(context.Context) (int, error) { time.Sleep(100 * time.Millisecond); return 7, nil }
+	if v, err := Result(g, ctx, "slow", slow, keepAnswer); v != 0 || !errors.Is(err, errUnavailable) {
+		t.Errorf("Result past the deadline = %d, %v; want 0, unavailable", v, err)
+	}
+}
+
+func TestNil(t *testing.T) {
+	var p *int
+	var m map[string]int
+	var f func()
+	for _, tc := range []struct {
+		v    any
+		want bool
+	}{{nil, true}, {p, true}, {m, true}, {f, true}, {new(int), false}, {3, false}, {"", false}} {
+		if got := Nil(tc.v); got != tc.want {
+			t.Errorf("Nil(%#v) = %v; want %v", tc.v, got, tc.want)
+		}
+	}
+}

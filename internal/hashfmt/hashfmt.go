@@ -1,6 +1,6 @@
 // Package hashfmt is the one registry of the stored credential formats a
-// login meets: nmauth's own argon2id, the machine-secret digest (which it
-// only recognises: checking one needs the root secrets), bcrypt, and the
+// login meets: nmauth's own argon2id, the machine-secret digest (whose form
+// it reads and writes: checking one needs the root secrets), bcrypt, and the
 // formats an import may bring from other systems (argon2i, scrypt,
 // PBKDF2-SHA256 in PHC and Django form). A stored hash is identified once
 // ([Identify]) and parsed once ([Engines.Parse]); the [Hash] found then

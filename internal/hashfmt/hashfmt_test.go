@@ -39,3 +39,20 @@ func TestHashThreads(t *testing.T) {
 		})
 	}
 }
+
+func TestMachineDigest(t *testing.T) {
+	mac := make([]byte, 32)
+	stored := EncodeMachineDigest("0123456789abcdef", mac)
+	if Identify(stored) != MachineDigest || MachineDigestKeyID(stored) != "0123456789abcdef" {
+		t.Fatalf("%q is not identified as a digest under its key", stored)
+	}
+	id, got, err := ParseMachineDigest(stored)
+	if err != nil || id != "0123456789abcdef" || len(got) != 32 {
+		t.Fatalf("ParseMachineDigest = %q, %x, %v", id, got, err)
+	}
+	for _, bad := range []string{MachineDigestPrefix + "0123$" + stored[len(stored)-43:], stored + "A", stored[:len(stored)-1]} {
+		if _, _, err := ParseMachineDigest(bad); err == nil {
+			t.Errorf("ParseMachineDigest(%q) succeeded", bad)
+		}
+	}
+}

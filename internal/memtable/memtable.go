@@ -4,16 +4,41 @@
 // never share backing arrays, and keeps the keys in byte order for paging.
 //
 // A Table holds no lock: its owner guards all its tables with one mutex,
-// so that an operation that spans kinds (create a host and count a use of
-// the key it joined with) is one atomic step. The zero Table is empty and
+// which [Lock] and [Do] hold around an operation, so that one that spans
+// kinds (create a host and count a use of the key it joined with) is one
+// atomic step. Find, Insert and Change answer with the owner's errors. The zero Table is empty and
 // ready to use.
 package memtable
 
 import (
+	"context"
 	"iter"
 	"maps"
 	"slices"
+	"sync"
 )
+
+// Lock runs fn holding mu, the one lock of an owner's tables, unless ctx
+// is done already.
+func Lock[R any](ctx context.Context, mu *sync.Mutex, fn func() (R, error)) (R, error) {
+	if err := ctx.Err(); err != nil {
+		var zero R
+		return zero, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return fn()
+}
+
+// Do is [Lock] for an operation that returns only an error.
+func Do(ctx context.Context, mu *sync.Mutex, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return fn()
+}
 
 // Kind tells a [Table] how to handle its records. It is a type without
 // fields, so that a Table of it is ready to use as its zero value.
@@ -45,6 +70,42 @@ func (t *Table[T, K]) Get(key string) (v T, ok bool) {
 		v = k.Clone(v)
 	}
 	return v, ok
+}
+
+// Find is [Table.Get] with missing, the owner's error, when there is no
+// record.
+func (t *Table[T, K]) Find(key string, missing error) (T, error) {
+	v, ok := t.Get(key)
+	if !ok {
+		return v, missing
+	}
+	return v, nil
+}
+
+// Insert is [Table.Create] with taken, the owner's error, when the key is
+// taken.
+func (t *Table[T, K]) Insert(v T, taken error) error {
+	if !t.Create(v) {
+		return taken
+	}
+	return nil
+}
+
+// Change is [Table.Update] with missing, the owner's error, when there is
+// no record.
+func (t *Table[T, K]) Change(key string, fn func(*T) error, missing error) error {
+	found, err := t.Update(key, fn)
+	if !found {
+		return missing
+	}
+	return err
+}
+
+// Remove is [Table.Delete] for an owner that answers with an error: it
+// returns nil.
+func (t *Table[T, K]) Remove(key string) error {
+	t.Delete(key)
+	return nil
 }
 
 // Create stores a clone of v under its key, unless that key is taken, and

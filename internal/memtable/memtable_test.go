@@ -1,9 +1,11 @@
 package memtable
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -147,5 +149,37 @@ func TestAllAllowsDelete(t *testing.T) {
 	}
 	if got := keys(tb.Page("", 10)); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("Page after deletes in All = %q", got)
+	}
+}
+
+// TestOwnerErrors: Find, Insert and Change answer with the owner's
+// errors, and Lock and Do run nothing once ctx is done.
+func TestOwnerErrors(t *testing.T) {
+	missing, taken := errors.New("missing"), errors.New("taken")
+	var tb Table[rec, recKind]
+	if err := tb.Insert(rec{Key: "a"}, taken); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Insert(rec{Key: "a"}, taken); err != taken {
+		t.Errorf("Insert of a taken key: %v; want taken", err)
+	}
+	if _, err := tb.Find("b", missing); err != missing {
+		t.Errorf("Find of a missing key: %v; want missing", err)
+	}
+	if err := tb.Change("b", func(*rec) error { return nil }, missing); err != missing {
+		t.Errorf("Change of a missing key: %v; want missing", err)
+	}
+	if err := tb.Remove("a"); err != nil || tb.Len() != 0 {
+		t.Errorf("Remove: %v, %d left", err, tb.Len())
+	}
+	var mu sync.Mutex
+	ctx, cancel := context.WithCancel(context.Background())
+	if v, err := Lock(ctx, &mu, func() (int, error) { return 1, nil }); v != 1 || err != nil {
+		t.Errorf("Lock = %d, %v", v, err)
+	}
+	cancel()
+	ran := false
+	if err := Do(ctx, &mu, func() error { ran = true; return nil }); err != context.Canceled || ran {
+		t.Errorf("Do after cancel: %v, ran %v", err, ran)
 	}
 }
