@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/nmauth/nmauth/internal/hashfmt"
+	"github.com/nmauth/nmauth/internal/jwtkind"
 	"github.com/nmauth/nmauth/internal/otpauth"
 	"net/http"
 	"net/http/httptest"
@@ -247,7 +248,7 @@ func BenchmarkRawHS256Parse(b *testing.B) {
 			jwt.WithValidMethods([]string{"HS256"}),
 			jwt.WithExpirationRequired(),
 			jwt.WithIssuer("nmauth"),
-			jwt.WithAudience(kindAudience[kindUser]),
+			jwt.WithAudience(jwtkind.Audience[kindUser]),
 			jwt.WithStrictDecoding(),
 		)},
 	}
