@@ -140,9 +140,6 @@ func (r *keyRing) matchesAny(checks map[string]string) bool {
 	return false
 }
 
-// sealedKeyID is the key id a sealed TOTP secret names, "" if malformed.
-func (r *keyRing) sealedKeyID(sealed []byte) string { return rootkey.SealedKeyID(sealed) }
-
 func (r *keyRing) byID(id string) *ringKey {
 	for _, k := range r.keys {
 		if k.id == id {
