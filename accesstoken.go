@@ -229,7 +229,7 @@ func (a *Authenticator) parseAccessToken(ctx context.Context, credential string,
 		IssuedAt:   t.CreatedAt,
 		ExpiresAt:  t.ExpiresAt,
 		networks:   newNetworkScope(t.Networks),
-		generation: generationClaim{value: t.Generation, present: true},
+		generation: generationClaim{Value: t.Generation, Present: true},
 	}, nil
 }
 

@@ -84,7 +84,7 @@ func FromContext(ctx context.Context) (Principal, bool) {
 	case *Principal:
 		return *v, true
 	case *bearerContext:
-		return v.p.principal(), true
+		return cachedPrincipal(&v.p), true
 	}
 	return Principal{}, false
 }
@@ -96,7 +96,7 @@ func kindFromContext(ctx context.Context) (PrincipalKind, bool) {
 	case *Principal:
 		return v.Kind, true
 	case *bearerContext:
-		return v.p.kind(), true
+		return cachedKind(&v.p), true
 	}
 	return "", false
 }
@@ -156,10 +156,7 @@ func New(cfg Config) (*Authenticator, error) {
 	if err != nil {
 		return nil, err
 	}
-	minter, err := newTokenMinter(ring, cfg.Issuer, cfg.Rand)
-	if err != nil {
-		return nil, err
-	}
+	minter := &tokenMinter{ring: ring, issuer: cfg.Issuer, rand: cfg.Rand}
 	ttl := [numKinds]time.Duration{
 		kindUser:    cfg.UserTokenTTL,
 		kindPreAuth: cfg.PreAuthTokenTTL,

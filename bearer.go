@@ -26,7 +26,7 @@ func (a *Authenticator) CheckBearer(ctx context.Context, credential string) (Pri
 		return Principal{}, err
 	}
 	if hit {
-		return c.principal(), nil
+		return cachedPrincipal(&c), nil
 	}
 	return p, nil
 }
@@ -43,7 +43,7 @@ func (a *Authenticator) checkBearer(ctx context.Context, credential string, p *P
 	var account, token *accountRef[accountStatus]
 	var expires time.Time
 	if hit {
-		account, token, expires = e.account, e.token(), e.expiresAt()
+		account, token, expires = e.Account, cachedToken(&e.Principal), cachedExpiry(&e.Principal)
 	} else {
 		if a.cfg.MasterKey.Check(credential) {
 			a.emit(ctx, Event{Type: EventMasterKeyUsed, Kind: KindMaster, Name: "master"})
@@ -70,12 +70,12 @@ func (a *Authenticator) checkBearer(ctx context.Context, credential string, p *P
 	}
 	var held *compactPrincipal
 	if hit {
-		held, p = &e.compactPrincipal, nil
+		held, p = &e.Principal, nil
 	}
 	if err := a.checkStanding(ctx, p, held, account, token, now); err != nil {
 		return compactPrincipal{}, false, err
 	}
-	return e.compactPrincipal, hit, nil
+	return e.Principal, hit, nil
 }
 
 // verifyToken verifies a token the cache did not hold. It returns the
@@ -139,7 +139,7 @@ func (a *Authenticator) limitBearer(ctx *bearerContext, err error) error {
 }
 
 func (a *Authenticator) parseBearer(token string) (Principal, error) {
-	c, kind, err := a.bearer.verify(token)
+	c, kind, err := a.bearer.Verify(token)
 	if err != nil && a.minter.netmaker != nil {
 		// A user or host token in Netmaker's format, which bears no kid.
 		return a.minter.netmaker.verify(token)
@@ -148,7 +148,7 @@ func (a *Authenticator) parseBearer(token string) (Principal, error) {
 		return Principal{}, err
 	}
 	return Principal{
-		Kind:       kind.principalKind(),
+		Kind:       principalKinds[kind],
 		Name:       c.Subject,
 		Network:    c.Network,
 		TOTP:       c.TOTP,
@@ -167,7 +167,7 @@ func accountOf(p Principal) *accountKey {
 	switch {
 	case p.Kind == KindUser, p.Kind == KindAccessToken:
 		return &accountKey{kind: KindUser, name: p.Name}
-	case p.Kind == KindHost, p.Kind == KindNode && p.generation.present:
+	case p.Kind == KindHost, p.Kind == KindNode && p.generation.Present:
 		return &accountKey{kind: KindHost, name: p.Name}
 	}
 	return nil
@@ -182,10 +182,10 @@ func accountOf(p Principal) *accountKey {
 func (a *Authenticator) checkStanding(ctx context.Context, p *Principal, held *compactPrincipal, account, token *accountRef[accountStatus], now time.Time) error {
 	if account == nil {
 		if held != nil {
-			if held.kind() != KindNode || a.cfg.NodeTokenValid == nil {
+			if cachedKind(held) != KindNode || a.cfg.NodeTokenValid == nil {
 				return nil
 			}
-			whole := held.principal()
+			whole := cachedPrincipal(held)
 			p = &whole
 		}
 		if p.Kind == KindNode && a.cfg.NodeTokenValid != nil {
@@ -200,11 +200,11 @@ func (a *Authenticator) checkStanding(ctx context.Context, p *Principal, held *c
 	var gen generationClaim
 	var tokenID string
 	if held != nil {
-		gen, tokenID = held.generationClaim(), held.tokenID()
+		gen, tokenID = cachedStanding(held)
 	} else {
 		gen, tokenID = p.generation, p.TokenID
 	}
-	if !st.Admits(gen.present, gen.value, tokenID) {
+	if !st.Admits(gen.Present, gen.Value, tokenID) {
 		return ErrUnauthenticated
 	}
 	if token == nil {

@@ -39,6 +39,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nmauth/nmauth/internal/hashfmt"
+	"github.com/nmauth/nmauth/internal/jwtkind"
 	"github.com/nmauth/nmauth/internal/otpauth"
 )
 
@@ -248,7 +249,7 @@ func BenchmarkRawHS256Parse(b *testing.B) {
 			jwt.WithValidMethods([]string{"HS256"}),
 			jwt.WithExpirationRequired(),
 			jwt.WithIssuer("nmauth"),
-			jwt.WithAudience(kindAudience[kindUser]),
+			jwt.WithAudience(jwtkind.Audience[kindUser]),
 			jwt.WithStrictDecoding(),
 		)},
 	}

@@ -68,7 +68,7 @@ func (a *Authenticator) authenticate(r *http.Request) (*http.Request, PrincipalK
 	if err != nil {
 		return &g.req, "", err
 	}
-	return &g.req, ctx.p.kind(), nil
+	return &g.req, cachedKind(&ctx.p), nil
 }
 
 // guardedRequest is the request [Authenticator.authenticate] hands on,

@@ -1,13 +1,9 @@
 package nmauth
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/nmauth/nmauth/internal/nmtoken"
 )
@@ -25,26 +21,8 @@ import (
 // Pre-auth and node tokens keep this package's own format: Netmaker never
 // sees them.
 
-// netmakerClaims is the payload of a Netmaker token, with the gen and
-// totp claims of this package beside Netmaker's.
-type netmakerClaims struct {
-	nmtoken.Claims
-	Generation generationClaim `json:"gen,omitzero"`
-	TOTP       bool            `json:"totp,omitempty"`
-}
-
 // netmakerFormat mints and checks tokens in Netmaker's format.
-type netmakerFormat struct {
-	secret []byte
-	user   func(username string) (name, role string, err error)
-	rand   io.Reader
-	parser *jwt.Parser
-	now    func() time.Time
-	ttl    [numKinds]time.Duration
-}
-
-// errNetmakerUser fails a login whose Netmaker claims could not be named.
-var errNetmakerUser = errors.New("nmauth: Config.NetmakerUser named no user")
+type netmakerFormat struct{ *nmtoken.Format }
 
 // newNetmakerFormat returns the format of cfg's Netmaker tokens, or nil
 // when cfg sets no NetmakerSecret.
@@ -61,86 +39,34 @@ func newNetmakerFormat(cfg *Config, ttl [numKinds]time.Duration) (*netmakerForma
 	if cfg.NetmakerUser == nil {
 		return nil, errors.New("nmauth: Config.NetmakerUser is required with Config.NetmakerSecret")
 	}
-	f := &netmakerFormat{secret: append([]byte(nil), cfg.NetmakerSecret...), user: cfg.NetmakerUser, rand: cfg.Rand, now: cfg.Now, ttl: ttl}
-	f.parser = nmtoken.NewParser(cfg.Now)
-	return f, nil
+	return &netmakerFormat{nmtoken.NewFormat(cfg.NetmakerSecret, cfg.NetmakerUser, cfg.Rand, cfg.Now,
+		ttl[kindUser], ttl[kindHost], ErrUnauthenticated)}, nil
 }
 
 // mint signs a user or host token as Netmaker's server signs its own.
-// Netmaker's clock reads iat in whole seconds and refuses one ahead of
-// it, so iat is cut to the second.
 func (f *netmakerFormat) mint(a mintArgs) (token, jti string, err error) {
-	id := make([]byte, 16)
-	if _, err := io.ReadFull(f.rand, id); err != nil {
-		return "", "", fmt.Errorf("nmauth: token id: %w", err)
-	}
-	jti = base64.RawURLEncoding.EncodeToString(id)
-	iat := a.issuedAt.Truncate(time.Second)
-	c := netmakerClaims{
-		Claims: nmtoken.Claims{RegisteredClaims: jwt.RegisteredClaims{
-			Issuer:    nmtoken.Issuer,
-			IssuedAt:  jwt.NewNumericDate(iat),
-			ExpiresAt: jwt.NewNumericDate(iat.Add(a.ttl)),
-			ID:        jti,
-		}},
-		TOTP: a.totp,
-	}
+	t := nmtoken.Token{User: a.kind == kindUser, Name: a.subject, MAC: a.mac, TOTP: a.totp, IssuedAt: a.issuedAt}
 	if a.generation != nil {
-		c.Generation = generationClaim{value: *a.generation, present: true}
+		t.Generation = generationClaim{Value: *a.generation, Present: true}
 	}
-	switch a.kind {
-	case kindUser:
-		name, role, err := f.user(a.subject)
-		if err != nil {
-			return "", "", fmt.Errorf("nmauth: Netmaker's claims of user %q: %w", a.subject, err)
-		}
-		if name == "" {
-			return "", "", errNetmakerUser
-		}
-		c.SetUser(name, role)
-	case kindHost:
-		c.SetHost(a.subject, a.mac)
-	default:
-		return "", "", fmt.Errorf("nmauth: no Netmaker format for token kind %d", a.kind)
-	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(f.secret)
-	if err != nil {
-		return "", "", fmt.Errorf("nmauth: sign token: %w", err)
-	}
-	return tok, jti, nil
+	return f.Mint(t, a.ttl)
 }
 
-// verify checks a Netmaker token that this Authenticator minted: its
-// signature under Netmaker's secret, issuer and lifetime, and its shape,
-// which tells a user token from a host token and refuses everything
-// else: a token without the gen claim (one Netmaker minted itself, such
-// as its access tokens), one with an audience (Netmaker's pre-auth
-// tokens), or one that claims both kinds.
+// verify checks a Netmaker token that this Authenticator minted (see
+// nmtoken.Format.Verify) and returns its principal.
 func (f *netmakerFormat) verify(token string) (Principal, error) {
-	c := &netmakerClaims{}
-	if _, err := f.parser.ParseWithClaims(token, c, func(*jwt.Token) (any, error) { return f.secret, nil }); err != nil {
-		return Principal{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+	t, err := f.Verify(token)
+	if err != nil {
+		return Principal{}, err
 	}
-	if !c.Generation.present || c.ID == "" || c.IssuedAt == nil {
-		return Principal{}, ErrUnauthenticated
-	}
-	p := Principal{TOTP: c.TOTP, IssuedAt: c.IssuedAt.Time, ExpiresAt: c.ExpiresAt.Time, TokenID: c.ID, generation: c.Generation}
-	var kind tokenKind
-	var err error
-	switch name, user, ok := c.Account(); {
-	case !ok:
-		return Principal{}, ErrUnauthenticated
-	case user:
-		kind, p.Kind = kindUser, KindUser
-		p.Name, err = PrepareUsername(name)
-	default:
-		kind, p.Kind = kindHost, KindHost
-		p.Name, err = PrepareHostID(name)
+	p := Principal{Kind: KindHost, TOTP: t.TOTP, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt, TokenID: t.ID, generation: t.Generation}
+	if t.User {
+		p.Kind = KindUser
+		p.Name, err = PrepareUsername(t.Name)
+	} else {
+		p.Name, err = PrepareHostID(t.Name)
 	}
 	if err != nil {
-		return Principal{}, ErrUnauthenticated
-	}
-	if p.IssuedAt.After(f.now().Add(maxClockSkew)) || p.ExpiresAt.Sub(p.IssuedAt) > f.ttl[kind] {
 		return Principal{}, ErrUnauthenticated
 	}
 	return p, nil

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nmauth/nmauth/internal/rootkey"
+	"github.com/nmauth/nmauth/internal/walk"
 )
 
 // KeyCheckStore is implemented by a [Store] that keeps a check value for
@@ -90,21 +93,16 @@ func (a *Authenticator) sealedKeyIDs(ctx context.Context, inner Store) (map[stri
 		return ids, nil
 	}
 	ids := map[string]int{}
-	for after := ""; ; {
-		users, err := a.store.ListUsers(ctx, after, scanPage)
-		if err != nil {
-			return nil, err
+	err := walk.All(ctx, scanPage, a.store.ListUsers, func(u User) string { return u.Name }, func(u User) error {
+		if u.TOTPEnabled() {
+			ids[rootkey.SealedKeyID(u.TOTPSecret)]++
 		}
-		for _, u := range users {
-			if u.TOTPEnabled() {
-				ids[a.ring.sealedKeyID(u.TOTPSecret)]++
-			}
-		}
-		if len(users) < scanPage {
-			return ids, nil
-		}
-		after = users[len(users)-1].Name
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return ids, nil
 }
 
 func (a *Authenticator) checkKeyValues(ctx context.Context, ks KeyCheckStore) error {

@@ -72,7 +72,7 @@ func (s *SQLStore) sealedKeyIDs(ctx context.Context) (map[string]int, error) {
 			return nil, wrapSQL("sealed key ids", err)
 		}
 		if len(id) < 8 {
-			id = nil // as keyRing.sealedKeyID names a sealed form too short to hold one
+			id = nil // as rootkey.SealedKeyID names a sealed form too short to hold one
 		}
 		ids[hex.EncodeToString(id)] += n
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/nmauth/nmauth/internal/tokencache"
 )
 
 // cachedTokens returns an Authenticator over the memory store with the
@@ -128,7 +130,7 @@ func TestTokenCacheHitGivesTheSamePrincipal(t *testing.T) {
 			t.Fatalf("%s: not cached", kind)
 		}
 		// Only the access token's principal is kept whole.
-		if whole := e.meta.Ext(); whole != (kind == "access") {
+		if whole := tokencache.WholeOf[tokenExt](&e.Principal) != nil; whole != (kind == "access") {
 			t.Errorf("%s: kept whole %v", kind, whole)
 		}
 		hits := a.Stats().TokenCache.Hits
@@ -259,7 +261,7 @@ func TestTokenCacheReaderNeverMixesWrites(t *testing.T) {
 		entries[i] = newTokenEntry(&sig, &Principal{Kind: KindNode, Name: name, Network: name, TokenID: name,
 			IssuedAt: time.Unix(now.Unix()-int64(i)*3600, 0), ExpiresAt: time.Unix(now.Unix()+int64(i+1)*3600, 0)}, nil, nil)
 		// Compact, as a JWT's principal is: times as time.Unix gives them.
-		if entries[i].meta.Ext() {
+		if tokencache.WholeOf[tokenExt](&entries[i].Principal) != nil {
 			t.Fatal("entry not compact")
 		}
 	}
@@ -286,8 +288,8 @@ func TestTokenCacheReaderNeverMixesWrites(t *testing.T) {
 				w := (i + r) % 2
 				if _, e, ok := c.lookup(key, tokens[w]); ok {
 					hits[w].Add(1)
-					want := entries[w].principal()
-					if got := e.principal(); got != want {
+					want := cachedPrincipal(&entries[w].Principal)
+					if got := cachedPrincipal(&e.Principal); got != want {
 						t.Errorf("token %d answered %+v, want %+v", w, got, want)
 						return
 					}

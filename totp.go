@@ -246,7 +246,7 @@ func (a *Authenticator) VerifyTOTP(ctx context.Context, preAuthToken, username, 
 // preAuthClaims verifies a pre-auth token presented for the user named
 // username, and returns its claims and the prepared name.
 func (a *Authenticator) preAuthClaims(preAuthToken, username string) (*claims, string, error) {
-	c, _, err := a.preAuth.verify(preAuthToken)
+	c, _, err := a.preAuth.Verify(preAuthToken)
 	if err != nil {
 		return nil, "", ErrUnauthenticated
 	}
@@ -327,7 +327,7 @@ func (a *Authenticator) checkSecondFactor(u *User, c *claims, code string, isRec
 // second-factor backoff holds.
 func preAuthStanding(u *User, c *claims, now time.Time) error {
 	switch {
-	case u.Disabled, !c.Generation.present, c.Generation.value != u.State.v.Generation,
+	case u.Disabled, !c.Generation.Present, c.Generation.Value != u.State.v.Generation,
 		u.State.v.PreAuthID == "", subtle.ConstantTimeCompare([]byte(u.State.v.PreAuthID), []byte(c.ID)) != 1:
 		return ErrUnauthenticated
 	case now.Before(u.State.v.TOTPBlockedUntil):

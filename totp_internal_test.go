@@ -100,27 +100,3 @@ func TestTOTPDelayBound(t *testing.T) {
 		t.Fatalf("delays %s %s %s", attempt.TOTPDelay(5), attempt.TOTPDelay(6), attempt.TOTPDelay(1000))
 	}
 }
-
-func TestIssuedAtJSON(t *testing.T) {
-	at := issuedAt{time.Unix(1772366460, 123456789)}
-	b, _ := at.MarshalJSON()
-	if string(b) != "1772366460.123456789" {
-		t.Fatalf("iat written as %s", b)
-	}
-	var back issuedAt
-	if err := back.UnmarshalJSON(b); err != nil || !back.Equal(at.Time) {
-		t.Fatalf("iat read back as %v, %v", back, err)
-	}
-	for in, want := range map[string]time.Time{"1772366460": time.Unix(1772366460, 0), "1772366460.5": time.Unix(1772366460, 5e8)} {
-		var got issuedAt
-		if err := got.UnmarshalJSON([]byte(in)); err != nil || !got.Equal(want) {
-			t.Errorf("%s read as %v, %v", in, got, err)
-		}
-	}
-	for _, bad := range []string{"-1", "1.1234567891", "1e9", `"1"`, "1.-5", "", "1.x"} {
-		var got issuedAt
-		if err := got.UnmarshalJSON([]byte(bad)); err == nil {
-			t.Errorf("%q accepted as %v", bad, got)
-		}
-	}
-}

@@ -2,7 +2,9 @@
 // keeps of each token that verified, found by a seeded hash of the token,
 // read without a lock, bounded in tokens, and a doorkeeper that lets a
 // token in on its second verification. What a slot holds, V, is the
-// caller's; the caller reads and writes it in S, V's atomic form.
+// caller's; the caller reads and writes it in S, V's atomic form. The
+// bearer check's V is an [Entry], a token's signature and its principal
+// kept compact ([Principal]), and its S a [SlotEntry].
 package tokencache
 
 import (
