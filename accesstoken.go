@@ -175,8 +175,8 @@ func (a *Authenticator) mintKeyedSecret(prefix string, digestName func(id string
 	if err != nil {
 		return "", "", "", err
 	}
-	k := a.ring.signer()
-	mac := machineMAC(k, digestName(id), secret)
+	k := a.ring.Signer()
+	mac := k.MachineMAC(digestName(id), secret)
 	return id, machineDigest(k, mac), keyed.Format(prefix, id, secret, mac[:]), nil
 }
 
@@ -184,8 +184,8 @@ func (a *Authenticator) mintKeyedSecret(prefix string, digestName func(id string
 // one keyed hash for each, and returns the root secret's key that made it
 // with the secret's MAC under that key, or nil when none did.
 func (a *Authenticator) keyedCheck(name, secret string, check []byte) (key *ringKey, mac [32]byte) {
-	for _, k := range a.ring.keys {
-		m := machineMAC(k, name, secret)
+	for _, k := range a.ring.Keys {
+		m := k.MachineMAC(name, secret)
 		if hmac.Equal(m[:keyed.CheckBytes], check) {
 			key, mac = k, m
 		}
@@ -214,7 +214,7 @@ func (a *Authenticator) parseAccessToken(ctx context.Context, credential string,
 	if err != nil {
 		return Principal{}, err
 	}
-	ok, _, err = a.ring.checkMachineSecret(t.Digest, accessDigestName(id), secret)
+	ok, _, err = a.ring.CheckMachineSecret(t.Digest, accessDigestName(id), secret)
 	if err != nil {
 		return Principal{}, a.dataFault(err, t.UserName)
 	}

@@ -169,7 +169,7 @@ func (a *Authenticator) newHostCredential(ctx context.Context, id, password stri
 		return "", err
 	}
 	if secret.IsMachine(pw) {
-		return a.ring.digestMachineSecret(id, pw), nil
+		return a.ring.DigestMachineSecret(id, pw), nil
 	}
 	return a.hasher.Hash(ctx, pw)
 }
@@ -335,7 +335,7 @@ func (ad *Admin) ResealTOTPSecrets(ctx context.Context) (int, error) {
 func (ad *Admin) HostsUnderOlderSecrets(ctx context.Context) (int, error) {
 	a := ad.a
 	n := 0
-	signer := a.ring.signer().id
+	signer := a.ring.Signer().ID
 	err := walk.All(ctx, scanPage, a.store.ListHosts, func(h Host) string { return h.ID }, func(h Host) error {
 		if id := hashfmt.MachineDigestKeyID(h.PasswordHash); id != "" && id != signer {
 			n++
@@ -352,18 +352,18 @@ const scanPage = 500
 // reseal seals listed's TOTP secret again under the first root secret
 // unless it is off or already there, and reports whether it did.
 func (a *Authenticator) reseal(ctx context.Context, listed User) (bool, error) {
-	if !listed.TOTPEnabled() || a.ring.sealedBySigner(listed.TOTPSecret) {
+	if !listed.TOTPEnabled() || a.ring.SealedBySigner(listed.TOTPSecret) {
 		return false, nil
 	}
 	err := a.store.UpdateUser(ctx, listed.Name, func(u *User) error {
-		if !u.TOTPEnabled() || a.ring.sealedBySigner(u.TOTPSecret) {
+		if !u.TOTPEnabled() || a.ring.SealedBySigner(u.TOTPSecret) {
 			return errAlreadySealed
 		}
-		secret, err := a.ring.openTOTP(u.Name, u.TOTPSecret)
+		secret, err := a.ring.OpenTOTP(u.Name, u.TOTPSecret)
 		if err != nil {
 			return err
 		}
-		u.TOTPSecret, err = a.ring.sealTOTP(a.cfg.Rand, u.Name, secret)
+		u.TOTPSecret, err = a.ring.SealTOTP(a.cfg.Rand, u.Name, secret)
 		return err
 	})
 	switch {

@@ -155,7 +155,7 @@ func benchBearer(tb testing.TB) (warm, cold *Authenticator, creds benchCredentia
 		host:   host,
 		node:   node,
 		master: benchMasterKey,
-		forged: forgeUserToken(tb, warm.ring.signer().id),
+		forged: forgeUserToken(tb, warm.ring.Signer().ID),
 	}
 }
 
@@ -238,7 +238,7 @@ func BenchmarkCheckBearer(b *testing.B) {
 // CheckBearer asks for ("validated").
 func BenchmarkRawHS256Parse(b *testing.B) {
 	warm, _, creds := benchBearer(b)
-	key := warm.ring.signer().jwt[kindUser]
+	key := warm.ring.Signer().JWT[kindUser]
 	keyFunc := func(*jwt.Token) (any, error) { return key, nil }
 	parsers := []struct {
 		name   string
@@ -421,7 +421,7 @@ func enrollBenchUsers(b *testing.B, a *Authenticator, store Store, n int) []benc
 	for i := range users {
 		name := fmt.Sprintf("totp-%03d", i)
 		secret := bytes.Repeat([]byte{byte(i + 1)}, totpSecretSize)
-		sealed, err := a.ring.sealTOTP(a.cfg.Rand, name, secret)
+		sealed, err := a.ring.SealTOTP(a.cfg.Rand, name, secret)
 		if err != nil {
 			b.Fatal(err)
 		}

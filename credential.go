@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 
-	"github.com/nmauth/nmauth/internal/hasher"
 	"github.com/nmauth/nmauth/internal/hashfmt"
 	"github.com/nmauth/nmauth/internal/secret"
 )
@@ -40,7 +39,7 @@ func (a *Authenticator) identify(stored string) credential {
 	c := credential{found: true, stored: stored, format: hashfmt.Identify(stored)}
 	if c.format == hashfmt.MachineDigest {
 		var mac []byte
-		c.key, mac, c.err = a.ring.parseMachineDigest(stored)
+		c.key, mac, c.err = a.ring.ParseMachineDigest(stored)
 		copy(c.mac[:], mac)
 	} else {
 		c.hash, c.err = a.hasher.Parse(c.format, stored)
@@ -76,7 +75,7 @@ func (a *Authenticator) verify(ctx context.Context, t loginTarget, c credential,
 	var upgrade bool
 	switch {
 	case !c.found && pw.Machine:
-		got := machineMAC(a.ring.signer(), t.name, pw.Text)
+		got := a.ring.Signer().MachineMAC(t.name, pw.Text)
 		_ = hmac.Equal(got[:], c.mac[:])
 		return false, "", nil
 	case !c.found:
@@ -85,8 +84,8 @@ func (a *Authenticator) verify(ctx context.Context, t loginTarget, c credential,
 	case c.err != nil:
 		return false, "", credentialFault(t, c.err)
 	case c.key != nil:
-		got := machineMAC(c.key, t.name, pw.Text)
-		ok, upgrade = hmac.Equal(got[:], c.mac[:]), c.key != a.ring.signer()
+		got := c.key.MachineMAC(t.name, pw.Text)
+		ok, upgrade = hmac.Equal(got[:], c.mac[:]), c.key != a.ring.Signer()
 	default:
 		if err := a.hasher.Grow(ctx, held, c.hash.Threads()); err != nil {
 			return false, "", err
@@ -114,7 +113,7 @@ func credentialFault(t loginTarget, err error) error {
 func (a *Authenticator) nextCredential(t loginTarget, format hashfmt.Format, pw secret.Presented, upgrade bool) string {
 	switch {
 	case pw.Machine && (upgrade || format != hashfmt.MachineDigest):
-		return a.ring.digestMachineSecret(t.name, pw.Text)
+		return a.ring.DigestMachineSecret(t.name, pw.Text)
 	case !upgrade:
 		return ""
 	}
@@ -124,48 +123,4 @@ func (a *Authenticator) nextCredential(t loginTarget, format hashfmt.Format, pw 
 		return ""
 	}
 	return hash
-}
-
-// machineMAC is the HMAC of a host's secret under one root secret's
-// machine subkey (see [hasher.MachineMAC]).
-func machineMAC(k *ringKey, name, secret string) [sha256.Size]byte {
-	return hasher.MachineMAC(&k.machineHMACs, k.machine, name, secret)
-}
-
-// digestMachineSecret returns the stored form of a machine secret under
-// the first root secret (see [hashfmt.EncodeMachineDigest]).
-func (r *keyRing) digestMachineSecret(name, secret string) string {
-	k := r.signer()
-	mac := machineMAC(k, name, secret)
-	return hashfmt.EncodeMachineDigest(k.id, mac[:])
-}
-
-// checkMachineSecret reports whether secret is the one stored, in constant
-// time, and whether the stored form should be replaced because it is
-// under a root secret other than the first. A stored form that is
-// malformed, or under a root secret no longer configured, gives an error
-// wrapping [hashfmt.ErrMalformed]: the secret cannot be checked, through
-// no fault of the holder.
-func (r *keyRing) checkMachineSecret(stored, name, secret string) (ok, upgrade bool, err error) {
-	k, mac, err := r.parseMachineDigest(stored)
-	if err != nil {
-		return false, false, err
-	}
-	if got := machineMAC(k, name, secret); !hmac.Equal(got[:], mac) {
-		return false, false, nil
-	}
-	return true, k != r.signer(), nil
-}
-
-// parseMachineDigest reads a stored digest strictly and finds its key.
-func (r *keyRing) parseMachineDigest(stored string) (*ringKey, []byte, error) {
-	id, mac, err := hashfmt.ParseMachineDigest(stored)
-	if err != nil {
-		return nil, nil, err
-	}
-	k := r.byID(id)
-	if k == nil {
-		return nil, nil, fmt.Errorf("%w: machine secret digest under root secret %s, which is not configured", hashfmt.ErrMalformed, id)
-	}
-	return k, mac, nil
 }

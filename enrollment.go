@@ -174,7 +174,7 @@ func (a *Authenticator) mintEnrollKey(k *EnrollmentKey) (string, error) {
 // machineDigest is the stored form of a machine MAC under k, as
 // [keyRing.digestMachineSecret] writes it.
 func machineDigest(k *ringKey, mac [32]byte) string {
-	return hashfmt.MachineDigestPrefix + k.id + "$" + base64.RawStdEncoding.EncodeToString(mac[:])
+	return hashfmt.MachineDigestPrefix + k.ID + "$" + base64.RawStdEncoding.EncodeToString(mac[:])
 }
 
 // enrollDigestName is what an enrollment key's digest is bound to: its
@@ -228,7 +228,7 @@ func (a *Authenticator) JoinHost(ctx context.Context, key, id, mac, password str
 	if err != nil {
 		return EnrollmentKey{}, err
 	}
-	h.PasswordHash = a.ring.digestMachineSecret(h.ID, pw)
+	h.PasswordHash = a.ring.DigestMachineSecret(h.ID, pw)
 	defer a.forget(KindHost, h.ID)
 	k, err := keys.JoinHost(ctx, keyID, digest, h, h.CreatedAt)
 	switch {

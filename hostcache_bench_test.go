@@ -28,7 +28,7 @@ func BenchmarkHostCredentialMemory(b *testing.B) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%08x-4f89-11d3-9a0c-0305e82c3301", i)
 		secrets[i] = fmt.Sprintf("ABCDEFGHIJKLMNOPQRSTUVWX%08d", i)
-		h := Host{ID: ids[i], MACAddress: "aa:bb:cc:dd:ee:ff", PasswordHash: maker.ring.digestMachineSecret(ids[i], secrets[i])}
+		h := Host{ID: ids[i], MACAddress: "aa:bb:cc:dd:ee:ff", PasswordHash: maker.ring.DigestMachineSecret(ids[i], secrets[i])}
 		if err := store.CreateHost(ctx, h); err != nil {
 			b.Fatal(err)
 		}

@@ -159,8 +159,8 @@ func (a *Authenticator) seedHost(st hostCacheState, id string, acc account, w *h
 // st was taken, or nil when its credential is not a digest under the
 // first root secret.
 func (a *Authenticator) hostEntry(st hostCacheState, acc account) *hostCredential {
-	k, mac, err := a.ring.parseMachineDigest(*acc.hash)
-	if err != nil || k != a.ring.signer() || len(mac) != 32 {
+	k, mac, err := a.ring.ParseMachineDigest(*acc.hash)
+	if err != nil || k != a.ring.Signer() || len(mac) != 32 {
 		return nil
 	}
 	e := &hostCredential{key: k, macAddress: acc.host.MACAddress, generation: acc.host.State.v.Generation,

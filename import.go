@@ -123,7 +123,7 @@ func (a *Authenticator) importUser(ctx context.Context, in ImportedUser, write b
 	}
 	u := User{Name: name, PasswordHash: hash, Disabled: in.Disabled, CreatedAt: a.now()}
 	if secret != nil {
-		if u.TOTPSecret, err = a.ring.sealTOTP(a.cfg.Rand, name, secret); err != nil {
+		if u.TOTPSecret, err = a.ring.SealTOTP(a.cfg.Rand, name, secret); err != nil {
 			return r, err
 		}
 	}
@@ -228,7 +228,7 @@ func (a *Authenticator) importHost(ctx context.Context, in ImportedHost, write b
 	}
 	hash, weak, err := a.importedCredential(ctx, in.PasswordHash, in.Password, write, func(pw string) (string, error) {
 		if secret.IsMachine(pw) {
-			return a.ring.digestMachineSecret(id, pw), nil
+			return a.ring.DigestMachineSecret(id, pw), nil
 		}
 		return a.hasher.Hash(ctx, pw)
 	})

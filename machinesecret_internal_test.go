@@ -35,34 +35,34 @@ func TestMachineDigestForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := netclientSecret()
-	d := r1.digestMachineSecret("host-a", secret)
-	if !strings.HasPrefix(d, "$nmauth-hmac-sha256$k="+r1.signer().id+"$") || strings.Contains(d, secret) {
+	d := r1.DigestMachineSecret("host-a", secret)
+	if !strings.HasPrefix(d, "$nmauth-hmac-sha256$k="+r1.Signer().ID+"$") || strings.Contains(d, secret) {
 		t.Fatalf("stored form %q", d)
 	}
-	for _, other := range []string{r1.digestMachineSecret("host-b", secret), r2.digestMachineSecret("host-a", secret)} {
+	for _, other := range []string{r1.DigestMachineSecret("host-b", secret), r2.DigestMachineSecret("host-a", secret)} {
 		if other == d {
 			t.Errorf("two digests are equal: %q", d)
 		}
 	}
-	if ok, upgrade, err := r1.checkMachineSecret(d, "host-a", secret); !ok || upgrade || err != nil {
+	if ok, upgrade, err := r1.CheckMachineSecret(d, "host-a", secret); !ok || upgrade || err != nil {
 		t.Errorf("right secret: ok %v, upgrade %v, err %v", ok, upgrade, err)
 	}
 	for _, c := range []struct{ name, secret string }{{"host-b", secret}, {"host-a", netclientSecret()}, {"host-a", secret[:31]}} {
-		if ok, _, err := r1.checkMachineSecret(d, c.name, c.secret); ok || err != nil {
+		if ok, _, err := r1.CheckMachineSecret(d, c.name, c.secret); ok || err != nil {
 			t.Errorf("%s/%q: ok %v, err %v", c.name, c.secret, ok, err)
 		}
 	}
-	if _, _, err := r2.checkMachineSecret(d, "host-a", secret); err == nil {
+	if _, _, err := r2.CheckMachineSecret(d, "host-a", secret); err == nil {
 		t.Error("a digest under a root secret not configured was checked")
 	}
 	for _, bad := range []string{
-		"$nmauth-hmac-sha256$k=" + r1.signer().id,
-		"$nmauth-hmac-sha256$k=zz" + r1.signer().id[2:] + d[len(d)-44:],
+		"$nmauth-hmac-sha256$k=" + r1.Signer().ID,
+		"$nmauth-hmac-sha256$k=zz" + r1.Signer().ID[2:] + d[len(d)-44:],
 		d[:len(d)-1],
 		d + "A",
 		strings.Replace(d, "k=", "k=0", 1),
 	} {
-		if _, _, err := r1.checkMachineSecret(bad, "host-a", secret); err == nil {
+		if _, _, err := r1.CheckMachineSecret(bad, "host-a", secret); err == nil {
 			t.Errorf("malformed %q was checked", bad)
 		}
 	}

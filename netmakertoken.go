@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nmauth/nmauth/internal/nmtoken"
+	"github.com/nmauth/nmauth/internal/rootkey"
 )
 
 // A Netmaker token is a user or host token in the format of Netmaker
@@ -33,8 +34,8 @@ func newNetmakerFormat(cfg *Config, ttl [numKinds]time.Duration) (*netmakerForma
 		}
 		return nil, nil
 	}
-	if len(cfg.NetmakerSecret) < minSecretLen {
-		return nil, fmt.Errorf("nmauth: Config.NetmakerSecret is %d bytes, need at least %d", len(cfg.NetmakerSecret), minSecretLen)
+	if len(cfg.NetmakerSecret) < rootkey.MinSecretLen {
+		return nil, fmt.Errorf("nmauth: Config.NetmakerSecret is %d bytes, need at least %d", len(cfg.NetmakerSecret), rootkey.MinSecretLen)
 	}
 	if cfg.NetmakerUser == nil {
 		return nil, errors.New("nmauth: Config.NetmakerUser is required with Config.NetmakerSecret")

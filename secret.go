@@ -3,6 +3,7 @@ package nmauth
 import (
 	"fmt"
 
+	"github.com/nmauth/nmauth/internal/rootkey"
 	"github.com/nmauth/nmauth/internal/secret"
 )
 
@@ -25,7 +26,7 @@ import (
 // with a probability below 10^-9. [Config.Secrets] takes bytes as they
 // are: these tests are for secrets a person may have typed.
 func ParseSecrets(s string) ([][]byte, error) {
-	secrets, err := secret.ParseRoot(s, minSecretLen)
+	secrets, err := secret.ParseRoot(s, rootkey.MinSecretLen)
 	if err != nil {
 		return nil, fmt.Errorf("nmauth: %w", err)
 	}

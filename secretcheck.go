@@ -51,7 +51,7 @@ func (a *Authenticator) CheckSecrets(ctx context.Context) error {
 	sealed, unsealable, unknown := 0, 0, map[string]int{}
 	for id, n := range byKey {
 		sealed += n
-		if a.ring.byID(id) == nil {
+		if a.ring.ByID(id) == nil {
 			unknown[id] += n
 			unsealable += n
 		}
@@ -59,7 +59,7 @@ func (a *Authenticator) CheckSecrets(ctx context.Context) error {
 	if unsealable == sealed && sealed > 0 {
 		return fmt.Errorf("%w: none of the %d stored TOTP secrets was sealed under a configured root secret; "+
 			"they are sealed under key id %s, and the configured root secrets have key id %s: restore the root secret of key id %s",
-			ErrSecretMismatch, sealed, keyIDList(unknown), a.ring.keyIDs(), keyIDList(unknown))
+			ErrSecretMismatch, sealed, keyIDList(unknown), a.ring.IDs(), keyIDList(unknown))
 	}
 	for id, n := range unknown {
 		return fmt.Errorf("%w: %d of %d stored TOTP secrets are sealed under key id %s, which is not configured; "+
@@ -116,12 +116,12 @@ func (a *Authenticator) checkKeyValues(ctx context.Context, ks KeyCheckStore) er
 	if err != nil {
 		return fmt.Errorf("%w: key checks: %w", ErrStoreUnavailable, err)
 	}
-	if has && len(checks) > 0 && !a.ring.matchesAny(checks) {
+	if has && len(checks) > 0 && !a.ring.MatchesAny(checks) {
 		return fmt.Errorf("%w: it holds accounts written under a root secret of key id %s, and the configured root secrets "+
-			"have key id %s: restore the root secret of key id %s", ErrSecretMismatch, keyIDList(checks), a.ring.keyIDs(), keyIDList(checks))
+			"have key id %s: restore the root secret of key id %s", ErrSecretMismatch, keyIDList(checks), a.ring.IDs(), keyIDList(checks))
 	}
-	signer := a.ring.signer()
-	if err := ks.AddKeyCheck(ctx, signer.id, signer.check); err != nil {
+	signer := a.ring.Signer()
+	if err := ks.AddKeyCheck(ctx, signer.ID, signer.Check); err != nil {
 		return fmt.Errorf("%w: key checks: %w", ErrStoreUnavailable, err)
 	}
 	return nil
@@ -136,14 +136,4 @@ func keyIDList[V any](byID map[string]V) string {
 		return strings.Join(ids, "")
 	}
 	return strings.Join(ids[:len(ids)-1], ", ") + " or " + ids[len(ids)-1]
-}
-
-// keyIDs lists the key ids of the configured root secrets, the first
-// first.
-func (r *keyRing) keyIDs() string {
-	ids := make([]string, len(r.keys))
-	for i, k := range r.keys {
-		ids[i] = k.id
-	}
-	return strings.Join(ids, ", ")
 }

@@ -88,7 +88,7 @@ func (a *Authenticator) InitTOTP(ctx context.Context, p Principal, username stri
 	}
 	return Enrollment{
 		URL:       url,
-		Signature: a.ring.signer().enrollmentSignature(u.Name, url, u.State.v.Generation, a.now().Add(a.cfg.EnrollmentTTL)),
+		Signature: a.ring.Signer().EnrollmentSignature(u.Name, url, u.State.v.Generation, a.now().Add(a.cfg.EnrollmentTTL)),
 		QRCode:    qrCode,
 	}, nil
 }
@@ -123,7 +123,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 	}
 	now := a.now()
 	gen := u.State.v.Generation
-	if !a.ring.checkEnrollment(u.Name, url, signature, gen, now) {
+	if !a.ring.CheckEnrollment(u.Name, url, signature, gen, now) {
 		return Completion{}, ErrInvalidEnrollment
 	}
 	secret, ok := otpauth.Secret(url, u.Name, a.cfg.Issuer)
@@ -144,7 +144,7 @@ func (a *Authenticator) CompleteTOTP(ctx context.Context, p Principal, username,
 	if needCurrent && !isRecovery && !otpauth.WellFormed(current) {
 		return Completion{}, errCurrentFactorNeeded
 	}
-	sealed, err := a.ring.sealTOTP(a.cfg.Rand, u.Name, secret)
+	sealed, err := a.ring.SealTOTP(a.cfg.Rand, u.Name, secret)
 	if err != nil {
 		return Completion{}, err
 	}
@@ -355,7 +355,7 @@ func (a *Authenticator) matchSecondFactor(u *User, code string, isRecovery bool,
 		u.RecoveryCodes, ok = recovery.Use(u.RecoveryCodes, code)
 		r.event, r.remaining = EventRecoveryCodeUsed, len(u.RecoveryCodes)
 	} else {
-		secret, err := a.ring.openTOTP(u.Name, u.TOTPSecret)
+		secret, err := a.ring.OpenTOTP(u.Name, u.TOTPSecret)
 		if err != nil {
 			return secondFactor{abort: fmt.Errorf("%w: %w", errSealedSecret, err)}
 		}

@@ -25,29 +25,29 @@ func testRing(t *testing.T, secrets ...byte) *keyRing {
 func TestSealTOTP(t *testing.T) {
 	r := testRing(t, 1)
 	secret := []byte("0123456789abcdefghij")
-	sealed, err := r.sealTOTP(rand.Reader, "alice", secret)
+	sealed, err := r.SealTOTP(rand.Reader, "alice", secret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Contains(sealed, secret) {
 		t.Fatal("sealed blob holds the secret")
 	}
-	if got, err := r.openTOTP("alice", sealed); err != nil || !bytes.Equal(got, secret) {
+	if got, err := r.OpenTOTP("alice", sealed); err != nil || !bytes.Equal(got, secret) {
 		t.Fatalf("open: %q, %v", got, err)
 	}
-	if _, err := r.openTOTP("bob", sealed); err == nil {
+	if _, err := r.OpenTOTP("bob", sealed); err == nil {
 		t.Fatal("secret sealed for alice opened for bob")
 	}
 	flipped := bytes.Clone(sealed)
 	flipped[len(flipped)-1] ^= 1
-	if _, err := r.openTOTP("alice", flipped); err == nil {
+	if _, err := r.OpenTOTP("alice", flipped); err == nil {
 		t.Fatal("tampered blob opened")
 	}
 	rotated := testRing(t, 2, 1)
-	if got, err := rotated.openTOTP("alice", sealed); err != nil || !bytes.Equal(got, secret) {
+	if got, err := rotated.OpenTOTP("alice", sealed); err != nil || !bytes.Equal(got, secret) {
 		t.Fatalf("open after rotation: %v", err)
 	}
-	if _, err := testRing(t, 3).openTOTP("alice", sealed); err == nil {
+	if _, err := testRing(t, 3).OpenTOTP("alice", sealed); err == nil {
 		t.Fatal("opened under a foreign key")
 	}
 }
@@ -71,18 +71,18 @@ func TestEnrollmentSignature(t *testing.T) {
 	r := testRing(t, 1)
 	now := time.Unix(1_700_000_000, 0)
 	url := "otpauth://totp/nmauth:alice?secret=ABC"
-	sig := r.signer().enrollmentSignature("alice", url, 7, now.Add(10*time.Minute))
-	if !r.checkEnrollment("alice", url, sig, 7, now) {
+	sig := r.Signer().EnrollmentSignature("alice", url, 7, now.Add(10*time.Minute))
+	if !r.CheckEnrollment("alice", url, sig, 7, now) {
 		t.Fatal("own signature refused")
 	}
 	for name, ok := range map[string]bool{
-		"other user":       r.checkEnrollment("bob", url, sig, 7, now),
-		"other url":        r.checkEnrollment("alice", url+"X", sig, 7, now),
-		"other generation": r.checkEnrollment("alice", url, sig, 8, now),
-		"expired":          r.checkEnrollment("alice", url, sig, 7, now.Add(10*time.Minute)),
-		"garbage":          r.checkEnrollment("alice", url, "x.y.z", 7, now),
-		"extended":         r.checkEnrollment("alice", url, "9"+sig, 7, now),
-		"foreign key":      testRing(t, 2).checkEnrollment("alice", url, sig, 7, now),
+		"other user":       r.CheckEnrollment("bob", url, sig, 7, now),
+		"other url":        r.CheckEnrollment("alice", url+"X", sig, 7, now),
+		"other generation": r.CheckEnrollment("alice", url, sig, 8, now),
+		"expired":          r.CheckEnrollment("alice", url, sig, 7, now.Add(10*time.Minute)),
+		"garbage":          r.CheckEnrollment("alice", url, "x.y.z", 7, now),
+		"extended":         r.CheckEnrollment("alice", url, "9"+sig, 7, now),
+		"foreign key":      testRing(t, 2).CheckEnrollment("alice", url, sig, 7, now),
 	} {
 		if ok {
 			t.Errorf("%s: signature accepted", name)

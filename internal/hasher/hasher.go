@@ -8,12 +8,8 @@ package hasher
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
-	"hash"
 	"io"
 	"runtime"
 	"sync"
@@ -188,25 +184,4 @@ func Unusable(rnd io.Reader) (string, error) {
 	_, err := io.ReadFull(rnd, buf)
 	a := hashfmt.Argon2idHash{Params: hashfmt.Current(), Salt: buf[:hashfmt.SaltLen], Key: buf[hashfmt.SaltLen:]}
 	return a.Encode(), err
-}
-
-// MachineMAC is the HMAC-SHA256 of a host's secret under key, a root
-// secret's machine subkey. The host's name is part of the message, length
-// first, so that two hosts with the same secret store different digests.
-// states keeps HMAC states under key between calls, so that a login does
-// not allocate and key a new one.
-func MachineMAC(states *sync.Pool, key []byte, name, secret string) (mac [sha256.Size]byte) {
-	m, _ := states.Get().(hash.Hash)
-	if m == nil {
-		m = hmac.New(sha256.New, key)
-	}
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(name)))
-	m.Write(n[:])
-	io.WriteString(m, name)
-	io.WriteString(m, secret)
-	m.Sum(mac[:0])
-	m.Reset()
-	states.Put(m)
-	return mac
 }

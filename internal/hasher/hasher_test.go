@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,17 +67,5 @@ func TestLimits(t *testing.T) {
 		if l, b := Limits(tc.c, tc.q); l != tc.limit || b != tc.bound {
 			t.Errorf("Limits(%d, %d) = %d, %d; want %d, %d", tc.c, tc.q, l, b, tc.limit, tc.bound)
 		}
-	}
-}
-
-func TestMachineMAC(t *testing.T) {
-	var states sync.Pool
-	key := []byte("a machine subkey of thirty-two b")
-	a := MachineMAC(&states, key, "host-a", "secret")
-	if MachineMAC(&states, key, "host-a", "secret") != a {
-		t.Error("MachineMAC differs between calls")
-	}
-	if MachineMAC(&states, key, "host-b", "secret") == a || MachineMAC(&states, key, "host-", "asecret") == a {
-		t.Error("MachineMAC does not depend on the host's name")
 	}
 }

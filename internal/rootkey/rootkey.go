@@ -3,7 +3,9 @@
 // TOTP secrets at rest with AES-256-GCM, and the MAC of enrollment
 // signatures. Both name the key they were made under by its id, so that a
 // secret or a signature made under an older root secret is still opened
-// or checked; the caller, which holds the key ring, finds a key by its id.
+// or checked. The [Ring] holds the keys of every configured root secret
+// and finds a key by its id; its first key signs and seals, and keys the
+// digests of machine secrets.
 package rootkey
 
 import (
