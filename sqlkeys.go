@@ -8,29 +8,31 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+
+	"github.com/nmauth/nmauth/internal/sqldb"
 )
 
 // KeyChecks implements [KeyCheckStore].
 func (s *SQLStore) KeyChecks(ctx context.Context) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT key_id, check_value FROM nmauth_key_checks")
+	rows, err := s.db.SQL.QueryContext(ctx, "SELECT key_id, check_value FROM nmauth_key_checks")
 	if err != nil {
-		return nil, wrapSQL("key checks", err)
+		return nil, sqldb.Wrap("key checks", err)
 	}
 	defer rows.Close()
 	checks := map[string]string{}
 	for rows.Next() {
 		var id, v string
 		if err := rows.Scan(&id, &v); err != nil {
-			return nil, wrapSQL("key checks", err)
+			return nil, sqldb.Wrap("key checks", err)
 		}
 		checks[id] = v
 	}
-	return checks, wrapSQL("key checks", rows.Err())
+	return checks, sqldb.Wrap("key checks", rows.Err())
 }
 
 // AddKeyCheck implements [KeyCheckStore].
 func (s *SQLStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
-	err := s.insert(ctx, "add key check", s.q.rebind("INSERT INTO nmauth_key_checks (key_id, check_value) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING"), []any{keyID, check})
+	err := s.db.Insert(ctx, "add key check", s.db.Rebind("INSERT INTO nmauth_key_checks (key_id, check_value) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING"), []any{keyID, check})
 	if errors.Is(err, ErrExists) {
 		return nil
 	}
@@ -40,8 +42,8 @@ func (s *SQLStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
 // HasAccounts implements [KeyCheckStore].
 func (s *SQLStore) HasAccounts(ctx context.Context) (bool, error) {
 	var n int64
-	err := s.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_users LIMIT 1) u) + (SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_hosts LIMIT 1) h)").Scan(&n)
-	return n > 0, wrapSQL("has accounts", err)
+	err := s.db.SQL.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_users LIMIT 1) u) + (SELECT COUNT(*) FROM (SELECT 1 FROM nmauth_hosts LIMIT 1) h)").Scan(&n)
+	return n > 0, sqldb.Wrap("has accounts", err)
 }
 
 // sealedKeyIDs counts the users with a TOTP secret by the key id of the
@@ -50,18 +52,18 @@ func (s *SQLStore) HasAccounts(ctx context.Context) (bool, error) {
 // start decodes no row and is not stopped by a broken one.
 func (s *SQLStore) sealedKeyIDs(ctx context.Context) (map[string]int, error) {
 	kid := "substr(totp_secret, 2, 8)"
-	if s.dialect == DialectPostgres {
+	if s.db.Postgres {
 		kid = "substring(totp_secret from 2 for 8)"
 	}
 	where := "length(totp_secret) > 0"
-	if s.dialect == DialectSQLite {
+	if !s.db.Postgres {
 		// A secret of the wrong type is a broken record of its user
 		// alone (see scanUser), not one sealed under an unknown key.
 		where += " AND typeof(totp_secret) = 'blob'"
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT "+kid+", COUNT(*) FROM nmauth_users WHERE "+where+" GROUP BY 1")
+	rows, err := s.db.SQL.QueryContext(ctx, "SELECT "+kid+", COUNT(*) FROM nmauth_users WHERE "+where+" GROUP BY 1")
 	if err != nil {
-		return nil, wrapSQL("sealed key ids", err)
+		return nil, sqldb.Wrap("sealed key ids", err)
 	}
 	defer rows.Close()
 	ids := map[string]int{}
@@ -69,12 +71,12 @@ func (s *SQLStore) sealedKeyIDs(ctx context.Context) (map[string]int, error) {
 		var id []byte
 		var n int
 		if err := rows.Scan(&id, &n); err != nil {
-			return nil, wrapSQL("sealed key ids", err)
+			return nil, sqldb.Wrap("sealed key ids", err)
 		}
 		if len(id) < 8 {
 			id = nil // as keyRing.sealedKeyID names a sealed form too short to hold one
 		}
 		ids[hex.EncodeToString(id)] += n
 	}
-	return ids, wrapSQL("sealed key ids", rows.Err())
+	return ids, sqldb.Wrap("sealed key ids", rows.Err())
 }

@@ -1,19 +1,19 @@
+// This file holds the SQLStore's scan for broken records and their
+// repair, whose statements are internal/sqlrepair's.
+
 package nmauth
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/nmauth/nmauth/internal/sqlcol"
+	"github.com/nmauth/nmauth/internal/sqldb"
 	"github.com/nmauth/nmauth/internal/sqlrepair"
 )
-
-var _ RepairStore = (*SQLStore)(nil)
 
 // sqlRepairKinds are the kinds of record a scan for broken records reads,
 // in its order: users, then hosts, then access tokens.
@@ -42,28 +42,33 @@ func (s *SQLStore) BrokenRecords(ctx context.Context, after string, limit int) (
 		kind = sqlRepairKinds[0]
 	}
 	if limit <= 0 {
-		return nil, "", wrapSQL("broken records", errRepairLimit)
+		return nil, "", sqldb.Wrap("broken records", errRepairLimit)
 	}
 	var (
-		keys  []string
-		found []*BrokenRecordError
-		err   error
+		n      int
+		last   string
+		broken []error
+		err    error
 	)
 	switch kind {
 	case "user":
-		keys, found, err = brokenInPage(ctx, s.db, s.q.listUsers, key, limit, scanUser, func(u User) string { return u.Name })
+		n, last, broken, err = s.users.BrokenPage(ctx, s.users.PageQuery(), key, limit)
 	case "host":
-		keys, found, err = brokenInPage(ctx, s.db, s.q.listHosts, key, limit, scanHost, func(h Host) string { return h.ID })
+		n, last, broken, err = s.hosts.BrokenPage(ctx, s.hosts.PageQuery(), key, limit)
 	case "access token":
-		keys, found, err = brokenInPage(ctx, s.db, s.accessQuery("WHERE id > ? ORDER BY id LIMIT ?"), key, limit, scanAccessToken, func(t AccessToken) string { return t.ID })
+		n, last, broken, err = s.tokens.BrokenPage(ctx, s.tokens.Select("WHERE id > ? ORDER BY id LIMIT ?"), key, limit)
 	default:
-		return nil, "", wrapSQL("broken records", fmt.Errorf("%w: %q", errRepairPosition, after))
+		return nil, "", sqldb.Wrap("broken records", fmt.Errorf("%w: %q", errRepairPosition, after))
 	}
 	if err != nil {
-		return nil, "", wrapSQL("broken records", err)
+		return nil, "", sqldb.Wrap("broken records", err)
 	}
-	if len(keys) == limit {
-		return found, kind + ":" + keys[len(keys)-1], nil
+	var found []*BrokenRecordError
+	for _, err := range broken {
+		found = append(found, brokenColumns(err)...)
+	}
+	if n == limit {
+		return found, kind + ":" + last, nil
 	}
 	// This table is done: the next batch starts the next one, or the
 	// scan is over.
@@ -71,44 +76,6 @@ func (s *SQLStore) BrokenRecords(ctx context.Context, after string, limit int) (
 		return found, sqlRepairKinds[i+1] + ":", nil
 	}
 	return found, "", nil
-}
-
-// brokenInPage reads the page of query after the key after and returns the
-// keys it read and the broken columns of its records.
-func brokenInPage[T any](ctx context.Context, db *sql.DB, query, after string, limit int, scan func(sqlcol.RowScanner) (T, error), key func(T) string) ([]string, []*BrokenRecordError, error) {
-	rows, err := db.QueryContext(ctx, query, after, limit)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	var keys []string
-	var found []*BrokenRecordError
-	for rows.Next() {
-		v, err := scan(rows)
-		var b *BrokenRecordError
-		switch {
-		case errors.As(err, &b):
-			found = append(found, brokenColumns(err)...)
-		case err != nil:
-			return nil, nil, err
-		}
-		keys = append(keys, key(v))
-	}
-	return keys, found, rows.Err()
-}
-
-// brokenColumns returns the error of each broken column of the record
-// whose scan returned err.
-func brokenColumns(err error) []*BrokenRecordError {
-	var b *brokenRowError
-	if errors.As(err, &b) {
-		return b.all
-	}
-	var one *BrokenRecordError
-	if errors.As(err, &one) {
-		return []*BrokenRecordError{one}
-	}
-	return nil
 }
 
 // sqlRepairs are the repairs of the columns of users and hosts that the
@@ -125,57 +92,30 @@ func latestTOTPStep() int64 { return time.Now().Unix()/totpPeriod + 1 }
 // its row's lock, so a column repaired or rewritten since b was found is
 // left alone.
 func (s *SQLStore) RepairRecord(ctx context.Context, b *BrokenRecordError) error {
-	forUpdate := ""
-	if s.dialect == DialectPostgres {
-		forUpdate = " FOR UPDATE"
+	const what = "repair record"
+	repair, ok := sqlRepairs[b.Kind][b.Column]
+	switch {
+	case b.Kind == "user" && ok:
+		return s.users.Repair(ctx, what, b.Key, func(u User) bool { return slices.Contains(u.Broken, b.Column) }, repair.Query, repair.Args)
+	case b.Kind == "host" && ok:
+		return s.hosts.Repair(ctx, what, b.Key, func(h Host) bool { return slices.Contains(h.Broken, b.Column) }, repair.Query, repair.Args)
+	case b.Kind == "access token" && slices.Contains(sqlAccessTokens.Columns[1:], b.Column):
+		return s.tokens.Repair(ctx, what, b.Key, func(t AccessToken) bool { return slices.Contains(t.Broken, b.Column) },
+			"DELETE FROM nmauth_access_tokens WHERE id = ?", nil)
 	}
-	var (
-		lock   string
-		scan   func(sqlcol.RowScanner) ([]string, error)
-		repair sqlrepair.Repair
-		ok     bool
-	)
-	switch b.Kind {
-	case "user":
-		lock, scan = s.q.lockUser, brokenOf(scanUser, func(u User) []string { return u.Broken })
-		repair, ok = sqlRepairs[b.Kind][b.Column]
-	case "host":
-		lock, scan = s.q.lockHost, brokenOf(scanHost, func(h Host) []string { return h.Broken })
-		repair, ok = sqlRepairs[b.Kind][b.Column]
-	case "access token":
-		lock, scan = s.accessQuery("WHERE id = ?")+forUpdate, brokenOf(scanAccessToken, func(t AccessToken) []string { return t.Broken })
-		repair, ok = sqlrepair.Repair{Query: "DELETE FROM nmauth_access_tokens WHERE id = ?"}, slices.Contains(sqlAccessColumns[1:], b.Column)
-	}
-	if !ok {
-		return wrapSQL("repair record", &BrokenRecordError{Kind: b.Kind, Key: b.Key, Column: b.Column, Err: errNotRepairable})
-	}
-	return s.inTx(ctx, "repair record", func(tx *sql.Tx) error {
-		broken, err := scan(tx.QueryRowContext(ctx, lock, b.Key))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return nil
-		case err != nil:
-			return wrapSQL("repair record", err)
-		case !slices.Contains(broken, b.Column):
-			return nil
-		}
-		var args []any
-		if repair.Args != nil {
-			args = repair.Args()
-		}
-		_, err = tx.ExecContext(ctx, s.q.rebind(repair.Query), append(args, b.Key)...)
-		return wrapSQL("repair record", err)
-	})
+	return sqldb.Wrap(what, &BrokenRecordError{Kind: b.Kind, Key: b.Key, Column: b.Column, Err: errNotRepairable})
 }
 
-// brokenOf turns a scan of a record into a scan of the names of its
-// broken columns; a broken record is not an error here.
-func brokenOf[T any](scan func(sqlcol.RowScanner) (T, error), broken func(T) []string) func(sqlcol.RowScanner) ([]string, error) {
-	return func(row sqlcol.RowScanner) ([]string, error) {
-		v, err := scan(row)
-		if err != nil && !errors.Is(err, ErrBrokenRecord) {
-			return nil, err
-		}
-		return broken(v), nil
+// brokenColumns returns the error of each broken column of the record
+// whose scan returned err.
+func brokenColumns(err error) []*BrokenRecordError {
+	var b *brokenRowError
+	if errors.As(err, &b) {
+		return b.all
 	}
+	var one *BrokenRecordError
+	if errors.As(err, &one) {
+		return []*BrokenRecordError{one}
+	}
+	return nil
 }

@@ -1,21 +1,16 @@
-// This file holds how the SQLStore's records are kept in their columns:
-// the encoding of times and lists, and the errors of a row whose cells do
-// not decode, in which a column of the wrong type breaks that column of
-// that record alone. The decoding of a row's cells is internal/sqlcol's;
-// this file names the record and the column a broken value belongs to.
+// This file holds the errors of a SQLStore's row whose cells do not
+// decode, in which a column of the wrong type breaks that column of that
+// record alone. The decoding of a row's cells is internal/sqlcol's; this
+// file names the record and the column a broken value belongs to.
 
 package nmauth
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/nmauth/nmauth/internal/sqlcol"
 )
-
-var errSQLTimeRange = errors.New("nmauth: sql store: time out of range")
 
 // brokenErr is nil for a row of a record of kind that d read soundly, the
 // *BrokenRecordError of its one broken column, or a *brokenRowError of
@@ -55,28 +50,4 @@ func (e *brokenRowError) Unwrap() []error {
 		errs[i] = b
 	}
 	return errs
-}
-
-// encodeList writes a list column as JSON, "[]" for none.
-func encodeList[T any](vs []T, what string) (string, error) {
-	b, err := sqlcol.EncodeList(vs)
-	if err != nil {
-		return "", wrapSQL("encode "+what, err)
-	}
-	return b, nil
-}
-
-// encodeTimes converts each time to Unix nanoseconds, 0 for the zero time.
-// A time that would not read back equal is refused rather than stored
-// wrong (see sqlcol.Nanos).
-func encodeTimes(ts ...time.Time) ([]int64, error) {
-	out := make([]int64, len(ts))
-	for i, t := range ts {
-		n, ok := sqlcol.Nanos(t)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s", errSQLTimeRange, t.UTC().Format(time.RFC3339Nano))
-		}
-		out[i] = n
-	}
-	return out, nil
 }
