@@ -1,6 +1,4 @@
-// This file holds the SQLStore's access tokens: the AccessTokenStore
-// methods on nmauth_access_tokens and the mapping of an AccessToken to
-// its row and back.
+// This file holds the SQLStore's access tokens and their mapping to rows.
 
 package nmauth
 
@@ -22,16 +20,17 @@ var sqlAccessTokens = sqldb.Table[AccessToken]{
 		"generation", "created_by", "created_at", "expires_at", "last_used",
 	},
 	Bind: accessArgs, Scan: scanAccessToken, Key: func(t AccessToken) string { return t.ID },
+	// Only a scan for broken records pages the tokens, whose id has
+	// no index in byte order.
+	Collated: true,
 }
 
 func accessArgs(t AccessToken) ([]any, error) {
-	networks, err := sqlcol.EncodeList(t.Networks, "networks")
-	if err != nil {
-		return nil, err
-	}
-	times, err := sqlcol.EncodeTimes(t.CreatedAt, t.ExpiresAt, t.LastUsed)
-	if err != nil {
-		return nil, err
+	var e sqlcol.Encoder
+	networks := sqlcol.EncodeListTo(&e, t.Networks, "networks")
+	times := e.Times(t.CreatedAt, t.ExpiresAt, t.LastUsed)
+	if e.Err != nil {
+		return nil, e.Err
 	}
 	return []any{
 		t.ID, t.UserName, t.Name, t.Digest, t.ReadOnly, networks,
@@ -68,8 +67,7 @@ func (s *SQLStore) CreateAccessToken(ctx context.Context, t AccessToken, max int
 	if err != nil {
 		return err
 	}
-	// args[6] and args[8] are t's generation and creation time, as
-	// stored.
+	// args[6] and args[8] are t's generation and creation time, as stored.
 	gen, made := args[6], args[8]
 	return s.db.InTx(ctx, what, func(tx *sql.Tx) error {
 		// Creations for one user take turns from here to the commit, so

@@ -1,6 +1,5 @@
-// This file holds the SQLStore's enrollment keys: the EnrollmentKeyStore
-// methods on nmauth_enrollment_keys, a host's join, and the mapping of an
-// EnrollmentKey to its row and back.
+// This file holds the SQLStore's enrollment keys, a host's join, and the
+// mapping of an EnrollmentKey to its row.
 
 package nmauth
 
@@ -26,17 +25,12 @@ var sqlEnrollKeys = sqldb.Table[EnrollmentKey]{
 }
 
 func enrollArgs(k EnrollmentKey) ([]any, error) {
-	tags, err := sqlcol.EncodeList(k.Tags, "tags")
-	if err != nil {
-		return nil, err
-	}
-	networks, err := sqlcol.EncodeList(k.Networks, "networks")
-	if err != nil {
-		return nil, err
-	}
-	times, err := sqlcol.EncodeTimes(k.ExpiresAt, k.RevokedAt, k.CreatedAt)
-	if err != nil {
-		return nil, err
+	var e sqlcol.Encoder
+	tags := sqlcol.EncodeListTo(&e, k.Tags, "tags")
+	networks := sqlcol.EncodeListTo(&e, k.Networks, "networks")
+	times := e.Times(k.ExpiresAt, k.RevokedAt, k.CreatedAt)
+	if e.Err != nil {
+		return nil, e.Err
 	}
 	return []any{
 		k.ID, k.Name, tags, networks, k.Digest, int64(k.Uses), int64(k.Used),

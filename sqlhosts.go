@@ -88,13 +88,11 @@ func (s *SQLStore) DeleteHost(ctx context.Context, id string) error { return s.h
 
 // hostArgs returns h's column values in the order of sqlHosts.Columns.
 func hostArgs(h Host) ([]any, error) {
-	clients, err := sqlcol.EncodeList(h.State.v.PasswordClients, "client failures")
-	if err != nil {
-		return nil, err
-	}
-	times, err := sqlcol.EncodeTimes(h.State.v.PasswordBlockedUntil, h.CreatedAt)
-	if err != nil {
-		return nil, err
+	var e sqlcol.Encoder
+	clients := sqlcol.EncodeListTo(&e, h.State.v.PasswordClients, "client failures")
+	times := e.Times(h.State.v.PasswordBlockedUntil, h.CreatedAt)
+	if e.Err != nil {
+		return nil, e.Err
 	}
 	return []any{
 		h.ID, h.MACAddress, h.PasswordHash, h.Disabled,

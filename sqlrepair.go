@@ -1,33 +1,20 @@
-// This file holds the SQLStore's scan for broken records and their
-// repair, whose statements are internal/sqlrepair's.
+// This file holds the SQLStore's broken records: the errors of a row
+// whose cells do not decode, in which a column of the wrong type breaks
+// that column of that record alone, the scan for them, and their repair.
+// The decoding of cells is internal/sqlcol's; the scan's batches and the
+// repairs' statements are internal/sqlrepair's.
 
 package nmauth
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/sqlcol"
 	"github.com/nmauth/nmauth/internal/sqldb"
 	"github.com/nmauth/nmauth/internal/sqlrepair"
-)
-
-// sqlRepairKinds are the kinds of record a scan for broken records reads,
-// in its order: users, then hosts, then access tokens.
-var sqlRepairKinds = []string{"user", "host", "access token"}
-
-var (
-	// errNotRepairable is the reason a repair of a column the store does
-	// not know fails.
-	errNotRepairable = errors.New("not a column this store repairs")
-	// errRepairPosition is the error of a scan from a position the store
-	// did not return.
-	errRepairPosition = errors.New("not a position of a scan for broken records")
-	// errRepairLimit is the error of a scan of no records at a time.
-	errRepairLimit = errors.New("a scan for broken records needs a positive limit")
 )
 
 // BrokenRecords implements [RepairStore]. A batch is one keyset page of
@@ -37,45 +24,16 @@ var (
 // is the kind of record and the last key read, as "kind:key"; "kind:"
 // starts a table.
 func (s *SQLStore) BrokenRecords(ctx context.Context, after string, limit int) ([]*BrokenRecordError, string, error) {
-	kind, key, _ := strings.Cut(after, ":")
-	if after == "" {
-		kind = sqlRepairKinds[0]
-	}
-	if limit <= 0 {
-		return nil, "", sqldb.Wrap("broken records", errRepairLimit)
-	}
-	var (
-		n      int
-		last   string
-		broken []error
-		err    error
-	)
-	switch kind {
-	case "user":
-		n, last, broken, err = s.users.BrokenPage(ctx, s.users.PageQuery(), key, limit)
-	case "host":
-		n, last, broken, err = s.hosts.BrokenPage(ctx, s.hosts.PageQuery(), key, limit)
-	case "access token":
-		n, last, broken, err = s.tokens.BrokenPage(ctx, s.tokens.Select("WHERE id > ? ORDER BY id LIMIT ?"), key, limit)
-	default:
-		return nil, "", sqldb.Wrap("broken records", fmt.Errorf("%w: %q", errRepairPosition, after))
-	}
-	if err != nil {
-		return nil, "", sqldb.Wrap("broken records", err)
-	}
+	broken, next, err := sqlrepair.Scan(ctx, []sqlrepair.Kind{
+		{Name: "user", Page: s.users.BrokenPage},
+		{Name: "host", Page: s.hosts.BrokenPage},
+		{Name: "access token", Page: s.tokens.BrokenPage},
+	}, after, limit)
 	var found []*BrokenRecordError
 	for _, err := range broken {
 		found = append(found, brokenColumns(err)...)
 	}
-	if n == limit {
-		return found, kind + ":" + last, nil
-	}
-	// This table is done: the next batch starts the next one, or the
-	// scan is over.
-	if i := slices.Index(sqlRepairKinds, kind); i+1 < len(sqlRepairKinds) {
-		return found, sqlRepairKinds[i+1] + ":", nil
-	}
-	return found, "", nil
+	return found, next, err
 }
 
 // sqlRepairs are the repairs of the columns of users and hosts that the
@@ -88,17 +46,21 @@ var sqlRepairs = sqlrepair.Table(latestTOTPStep)
 // otpauth.Match).
 func latestTOTPStep() int64 { return time.Now().Unix()/totpPeriod + 1 }
 
+// errNotRepairable is the reason a repair of a column the store does not
+// know fails.
+var errNotRepairable = errors.New("not a column this store repairs")
+
 // RepairRecord implements [RepairStore]. The record is read again under
 // its row's lock, so a column repaired or rewritten since b was found is
 // left alone.
 func (s *SQLStore) RepairRecord(ctx context.Context, b *BrokenRecordError) error {
 	const what = "repair record"
-	repair, ok := sqlRepairs[b.Kind][b.Column]
+	r, ok := sqlRepairs[b.Kind][b.Column]
 	switch {
 	case b.Kind == "user" && ok:
-		return s.users.Repair(ctx, what, b.Key, func(u User) bool { return slices.Contains(u.Broken, b.Column) }, repair.Query, repair.Args)
+		return s.users.Repair(ctx, what, b.Key, func(u User) bool { return slices.Contains(u.Broken, b.Column) }, r.Query, r.Args)
 	case b.Kind == "host" && ok:
-		return s.hosts.Repair(ctx, what, b.Key, func(h Host) bool { return slices.Contains(h.Broken, b.Column) }, repair.Query, repair.Args)
+		return s.hosts.Repair(ctx, what, b.Key, func(h Host) bool { return slices.Contains(h.Broken, b.Column) }, r.Query, r.Args)
 	case b.Kind == "access token" && slices.Contains(sqlAccessTokens.Columns[1:], b.Column):
 		return s.tokens.Repair(ctx, what, b.Key, func(t AccessToken) bool { return slices.Contains(t.Broken, b.Column) },
 			"DELETE FROM nmauth_access_tokens WHERE id = ?", nil)
@@ -106,12 +68,33 @@ func (s *SQLStore) RepairRecord(ctx context.Context, b *BrokenRecordError) error
 	return sqldb.Wrap(what, &BrokenRecordError{Kind: b.Kind, Key: b.Key, Column: b.Column, Err: errNotRepairable})
 }
 
+// brokenErr is nil for a row of a record of kind that d read soundly, the
+// *BrokenRecordError of its one broken column, or a *sqlcol.RowError of
+// the *BrokenRecordError of each of its several.
+func brokenErr(kind string, d *sqlcol.Decoder) error {
+	if len(d.Errs) == 0 {
+		return nil
+	}
+	all := make([]error, len(d.Errs))
+	for i, err := range d.Errs {
+		all[i] = &BrokenRecordError{Kind: kind, Key: d.Key, Column: d.Broken[i], Err: err}
+	}
+	if len(all) == 1 {
+		return all[0]
+	}
+	return &sqlcol.RowError{Columns: d.Broken, Errs: all}
+}
+
 // brokenColumns returns the error of each broken column of the record
 // whose scan returned err.
 func brokenColumns(err error) []*BrokenRecordError {
-	var b *brokenRowError
-	if errors.As(err, &b) {
-		return b.all
+	var row *sqlcol.RowError
+	if errors.As(err, &row) {
+		all := make([]*BrokenRecordError, len(row.Errs))
+		for i, err := range row.Errs {
+			all[i] = err.(*BrokenRecordError)
+		}
+		return all
 	}
 	var one *BrokenRecordError
 	if errors.As(err, &one) {

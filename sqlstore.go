@@ -1,10 +1,9 @@
-// This file holds the SQLStore itself: the dialects it serves and opening
-// a database (NewSQLStore, SQLiteDSN). Its tables are in sqlusers.go,
-// sqlhosts.go, sqlaccess.go and sqlenroll.go, each with the mapping of its
-// records to columns; the root-secret checks in sqlkeys.go, the repair of
-// broken records in sqlrepair.go, and the errors of a broken row in
-// sqlrow.go. Transactions, the queue of SQLite writes, the migrations and
-// the statements of a table are internal/sqldb's.
+// This file holds the SQLStore itself: the dialects it serves, opening a
+// database (NewSQLStore, SQLiteDSN) and the root-secret checks. Its tables
+// are in sqlusers.go, sqlhosts.go, sqlaccess.go and sqlenroll.go, each with
+// the mapping of its records to columns, and its broken records in
+// sqlrepair.go. Transactions, the queue of SQLite writes, the migrations
+// and the statements of a table are internal/sqldb's.
 
 package nmauth
 
@@ -67,9 +66,8 @@ type SQLStore struct {
 	hosts  *sqldb.Table[Host]
 	tokens *sqldb.Table[AccessToken]
 	keys   *sqldb.Table[EnrollmentKey]
-	// getHostLogin is GetHostLogin's statement, prepared once (on each
-	// connection, as database/sql does) rather than parsed again by every
-	// login. It lives as long as db.
+	// getHostLogin is GetHostLogin's statement, prepared as the tables'
+	// reads of one record are (see sqldb.Table.Prepare).
 	getHostLogin *sql.Stmt
 }
 
@@ -113,7 +111,6 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d Dialect) (*SQLStore, error) 
 	if err := s.users.Prepare(ctx, false); err != nil {
 		return nil, err
 	}
-	// The hosts' batch of updates is prepared too.
 	if err := s.hosts.Prepare(ctx, true); err != nil {
 		return nil, err
 	}
@@ -146,4 +143,22 @@ func (d Dialect) Rebind(query string) string {
 		return query
 	}
 	return sqlstmt.Numbered(query)
+}
+
+// KeyChecks implements [KeyCheckStore].
+func (s *SQLStore) KeyChecks(ctx context.Context) (map[string]string, error) {
+	return s.db.KeyChecks(ctx)
+}
+
+// AddKeyCheck implements [KeyCheckStore].
+func (s *SQLStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
+	return s.db.AddKeyCheck(ctx, keyID, check)
+}
+
+// HasAccounts implements [KeyCheckStore].
+func (s *SQLStore) HasAccounts(ctx context.Context) (bool, error) { return s.db.HasAccounts(ctx) }
+
+// sealedKeyIDs implements keyIDCounter (see sqldb.DB.SealedKeyIDs).
+func (s *SQLStore) sealedKeyIDs(ctx context.Context) (map[string]int, error) {
+	return s.db.SealedKeyIDs(ctx)
 }

@@ -5,7 +5,6 @@ package nmauth
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/nmauth/nmauth/internal/sqlcol"
 	"github.com/nmauth/nmauth/internal/sqldb"
@@ -53,21 +52,13 @@ func (s *SQLStore) DeleteUser(ctx context.Context, name string) error {
 
 // userArgs returns u's column values in the order of sqlUsers.Columns.
 func userArgs(u User) ([]any, error) {
-	codes, err := json.Marshal(u.RecoveryCodes)
-	if err != nil {
-		return nil, sqldb.Wrap("encode recovery codes", err)
-	}
-	clients, err := sqlcol.EncodeList(u.State.v.PasswordClients, "client failures")
-	if err != nil {
-		return nil, err
-	}
-	times, err := sqlcol.EncodeTimes(u.State.v.TOTPBlockedUntil, u.State.v.PasswordBlockedUntil, u.CreatedAt)
-	if err != nil {
-		return nil, err
-	}
-	loggedOut, err := sqlcol.EncodeList(u.State.v.LoggedOut, "logged-out tokens")
-	if err != nil {
-		return nil, err
+	var e sqlcol.Encoder
+	codes := sqlcol.EncodeNullableListTo(&e, u.RecoveryCodes, "recovery codes")
+	clients := sqlcol.EncodeListTo(&e, u.State.v.PasswordClients, "client failures")
+	times := e.Times(u.State.v.TOTPBlockedUntil, u.State.v.PasswordBlockedUntil, u.CreatedAt)
+	loggedOut := sqlcol.EncodeListTo(&e, u.State.v.LoggedOut, "logged-out tokens")
+	if e.Err != nil {
+		return nil, e.Err
 	}
 	var secret any // NULL unless there is a secret
 	if len(u.TOTPSecret) > 0 {
@@ -76,7 +67,7 @@ func userArgs(u User) ([]any, error) {
 	return []any{
 		u.Name, u.PasswordHash, u.Disabled,
 		secret, u.State.v.TOTPLastStep, u.State.v.TOTPFailures, times[0],
-		u.State.v.PreAuthID, u.State.v.PreAuthFailures, string(codes),
+		u.State.v.PreAuthID, u.State.v.PreAuthFailures, codes,
 		u.State.v.PasswordFailures, times[1], clients,
 		int64(u.State.v.Generation), times[2], loggedOut,
 	}, nil

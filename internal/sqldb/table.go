@@ -28,6 +28,10 @@ type Table[T any] struct {
 	Scan func([]sqlcol.Cell) (T, error)
 	// Key returns a record's key.
 	Key func(T) string
+	// Collated pages by the database's order of keys rather than byte
+	// order, for a table whose key has no index in byte order on
+	// PostgreSQL.
+	Collated bool
 
 	db                                        *DB
 	cols                                      string
@@ -50,7 +54,7 @@ func (t Table[T]) On(db *DB) *Table[T] {
 		// database write lock from BEGIN IMMEDIATE.
 		t.lock += " FOR UPDATE"
 	}
-	t.page = db.Rebind(sqlstmt.Page(t.Name, t.cols, key, db.Postgres))
+	t.page = db.Rebind(sqlstmt.Page(t.Name, t.cols, key, db.Postgres && !t.Collated))
 	t.insert = db.Rebind(sqlstmt.Insert(t.Name, t.Columns))
 	t.update = db.Rebind(sqlstmt.Update(t.Name, t.Columns))
 	t.delete = db.Rebind("DELETE FROM " + t.Name + " WHERE " + key + " = ?")
@@ -114,7 +118,7 @@ func (t *Table[T]) Get(ctx context.Context, key string) (T, error) {
 }
 
 // Page lists the records after the key after, at most limit of them, in
-// the byte order of their keys, with one keyset query: the page starts
+// the byte order of their keys (see Collated), with one keyset query: the page starts
 // after the last key of the one before, found in the key's index, so every
 // page costs the same however deep into the table it is.
 func (t *Table[T]) Page(ctx context.Context, after string, limit int) ([]T, error) {
@@ -145,15 +149,10 @@ func (t *Table[T]) List(ctx context.Context, out []T, query string, args ...any)
 	return out, nil
 }
 
-// PageQuery is the statement of Page, whose arguments are the key after
-// and the limit.
-func (t *Table[T]) PageQuery() string { return t.page }
-
-// BrokenPage reads the page of query, a statement of Select whose
-// arguments are after and limit, and returns how many records it held,
-// the key of the last, and the errors of those that are broken.
-func (t *Table[T]) BrokenPage(ctx context.Context, query, after string, limit int) (n int, last string, broken []error, err error) {
-	rows, err := t.db.SQL.QueryContext(ctx, query, after, limit)
+// BrokenPage reads the page that Page reads and returns how many records
+// it held, the key of the last, and the errors of those that are broken.
+func (t *Table[T]) BrokenPage(ctx context.Context, after string, limit int) (n int, last string, broken []error, err error) {
+	rows, err := t.db.SQL.QueryContext(ctx, t.page, after, limit)
 	if err != nil {
 		return 0, "", nil, err
 	}
