@@ -2,11 +2,11 @@
 // database/sql, for SQLite and PostgreSQL: opening and migrating the
 // database, transactions (on SQLite, one writer at a time per store, in
 // a queue of its own), the count of misses that makes an update of a
-// missing record cost what one of a present record does, and [Table],
-// which reads and writes the records of one table from its column list
-// and a record's binding to those columns. The store gives the errors
-// its callers match ([Errors]); which record maps to which columns is
-// the store's.
+// missing record cost what one of a present record does, the queries of
+// the root-secret checks, and [Table], which reads and writes the records
+// of one table from its column list and a record's binding to those
+// columns. The store gives the errors its callers match ([Errors]);
+// which record maps to which columns is the store's.
 package sqldb
 
 import (
