@@ -1,41 +1,36 @@
+// This file holds the SQLStore's enrollment keys, a host's join, and the
+// mapping of an EnrollmentKey to its row.
+
 package nmauth
 
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/nmauth/nmauth/internal/sqlcol"
-	"github.com/nmauth/nmauth/internal/sqlstmt"
+	"github.com/nmauth/nmauth/internal/sqldb"
 )
 
-var _ EnrollmentKeyStore = (*SQLStore)(nil)
-
-// sqlEnrollColumns are the columns of nmauth_enrollment_keys, key first,
-// in the order of enrollArgs and scanEnrollKey.
-var sqlEnrollColumns = []string{
-	"id", "name", "tags", "networks", "digest", "uses", "used",
-	"expires_at", "revoked_at", "created_by", "created_at",
-}
-
-func (s *SQLStore) enrollQuery(rest string) string {
-	return s.q.rebind("SELECT " + strings.Join(sqlEnrollColumns, ", ") + " FROM nmauth_enrollment_keys " + rest)
+// sqlEnrollKeys is nmauth_enrollment_keys; enrollArgs and scanEnrollKey
+// follow the order of its columns.
+var sqlEnrollKeys = sqldb.Table[EnrollmentKey]{
+	Name: "nmauth_enrollment_keys", Noun: "enrollment key",
+	Columns: []string{
+		"id", "name", "tags", "networks", "digest", "uses", "used",
+		"expires_at", "revoked_at", "created_by", "created_at",
+	},
+	Bind: enrollArgs, Scan: scanEnrollKey, Key: func(k EnrollmentKey) string { return k.ID },
 }
 
 func enrollArgs(k EnrollmentKey) ([]any, error) {
-	tags, err := encodeList(k.Tags, "tags")
-	if err != nil {
-		return nil, err
-	}
-	networks, err := encodeList(k.Networks, "networks")
-	if err != nil {
-		return nil, err
-	}
-	times, err := encodeTimes(k.ExpiresAt, k.RevokedAt, k.CreatedAt)
-	if err != nil {
-		return nil, err
+	var e sqlcol.Encoder
+	tags := sqlcol.EncodeListTo(&e, k.Tags, "tags")
+	networks := sqlcol.EncodeListTo(&e, k.Networks, "networks")
+	times := e.Times(k.ExpiresAt, k.RevokedAt, k.CreatedAt)
+	if e.Err != nil {
+		return nil, e.Err
 	}
 	return []any{
 		k.ID, k.Name, tags, networks, k.Digest, int64(k.Uses), int64(k.Used),
@@ -43,11 +38,7 @@ func enrollArgs(k EnrollmentKey) ([]any, error) {
 	}, nil
 }
 
-func scanEnrollKey(row sqlcol.RowScanner) (EnrollmentKey, error) {
-	c, err := sqlcol.ScanCells(row, len(sqlEnrollColumns))
-	if err != nil {
-		return EnrollmentKey{}, err
-	}
+func scanEnrollKey(c []sqlcol.Cell) (EnrollmentKey, error) {
 	var k EnrollmentKey
 	var d sqlcol.Decoder
 	k.ID = d.KeyText(c[0])
@@ -69,63 +60,41 @@ func (s *SQLStore) CreateEnrollmentKey(ctx context.Context, k EnrollmentKey) err
 	if k.Unlimited {
 		k.Uses = 0
 	}
-	args, err := enrollArgs(k)
-	if err != nil {
-		return err
-	}
-	return s.insert(ctx, "create enrollment key", s.q.rebind(sqlstmt.Insert("nmauth_enrollment_keys", sqlEnrollColumns)), args)
+	return s.keys.Create(ctx, k)
 }
 
 // GetEnrollmentKey implements [EnrollmentKeyStore].
 func (s *SQLStore) GetEnrollmentKey(ctx context.Context, id string) (EnrollmentKey, error) {
-	k, err := scanEnrollKey(s.db.QueryRowContext(ctx, s.enrollQuery("WHERE id = ?"), id))
-	if err != nil {
-		return EnrollmentKey{}, readErr("get enrollment key", err)
-	}
-	return k, nil
+	return s.keys.Get(ctx, id)
 }
 
 // ListEnrollmentKeys implements [EnrollmentKeyStore]. A key whose tags
 // or networks do not decode is listed with them empty.
 func (s *SQLStore) ListEnrollmentKeys(ctx context.Context) ([]EnrollmentKey, error) {
-	const what = "list enrollment keys"
-	rows, err := s.db.QueryContext(ctx, s.enrollQuery("ORDER BY created_at, id"))
-	if err != nil {
-		return nil, wrapSQL(what, err)
-	}
-	defer rows.Close()
-	out := []EnrollmentKey{}
-	for rows.Next() {
-		k, err := scanEnrollKey(rows)
-		if err != nil && !errors.Is(err, ErrBrokenRecord) {
-			return nil, wrapSQL(what, err)
-		}
-		out = append(out, k)
-	}
-	return out, wrapSQL(what, rows.Err())
+	return s.keys.List(ctx, []EnrollmentKey{}, s.keys.Select("ORDER BY created_at, id"))
 }
 
 // RevokeEnrollmentKey implements [EnrollmentKeyStore].
 func (s *SQLStore) RevokeEnrollmentKey(ctx context.Context, id string, at time.Time) error {
 	const what = "revoke enrollment key"
-	n, err := encodeTimes(at)
+	n, err := sqlcol.EncodeTimes(at)
 	if err != nil {
 		return err
 	}
-	return s.inTx(ctx, what, func(tx *sql.Tx) error {
+	return s.db.InTx(ctx, what, func(tx *sql.Tx) error {
 		var found int
-		err := tx.QueryRowContext(ctx, s.q.rebind("SELECT 1 FROM nmauth_enrollment_keys WHERE id = ?"), id).Scan(&found)
+		err := tx.QueryRowContext(ctx, s.db.Rebind("SELECT 1 FROM nmauth_enrollment_keys WHERE id = ?"), id).Scan(&found)
 		if err != nil {
-			return readErr(what, err)
+			return s.db.ReadErr(what, err)
 		}
-		_, err = tx.ExecContext(ctx, s.q.rebind("UPDATE nmauth_enrollment_keys SET revoked_at = ? WHERE id = ? AND revoked_at = 0"), n[0], id)
-		return wrapSQL(what, err)
+		_, err = tx.ExecContext(ctx, s.db.Rebind("UPDATE nmauth_enrollment_keys SET revoked_at = ? WHERE id = ? AND revoked_at = 0"), n[0], id)
+		return sqldb.Wrap(what, err)
 	})
 }
 
 // DeleteEnrollmentKey implements [EnrollmentKeyStore].
 func (s *SQLStore) DeleteEnrollmentKey(ctx context.Context, id string) error {
-	return s.exec(ctx, "delete enrollment key", "DELETE FROM nmauth_enrollment_keys WHERE id = ?", id)
+	return s.keys.Delete(ctx, id)
 }
 
 // JoinHost implements [EnrollmentKeyStore] in one transaction: one
@@ -135,7 +104,7 @@ func (s *SQLStore) DeleteEnrollmentKey(ctx context.Context, id string) error {
 // committed); then the host's INSERT, whose conflict rolls the use back.
 func (s *SQLStore) JoinHost(ctx context.Context, keyID, digest string, h Host, now time.Time) (EnrollmentKey, error) {
 	const what = "join host"
-	at, err := encodeTimes(now)
+	at, err := sqlcol.EncodeTimes(now)
 	if err != nil {
 		return EnrollmentKey{}, err
 	}
@@ -144,15 +113,15 @@ func (s *SQLStore) JoinHost(ctx context.Context, keyID, digest string, h Host, n
 		return EnrollmentKey{}, err
 	}
 	var k EnrollmentKey
-	err = s.inTx(ctx, what, func(tx *sql.Tx) error {
-		k, err = scanEnrollKey(tx.QueryRowContext(ctx, s.q.rebind(`UPDATE nmauth_enrollment_keys SET used = used + 1
+	err = s.db.InTx(ctx, what, func(tx *sql.Tx) error {
+		k, err = s.keys.ScanRow(tx.QueryRowContext(ctx, s.db.Rebind(`UPDATE nmauth_enrollment_keys SET used = used + 1
 WHERE id = ? AND digest = ? AND revoked_at = 0 AND (expires_at = 0 OR expires_at > ?) AND (uses = 0 OR used < uses)
-RETURNING `+strings.Join(sqlEnrollColumns, ", ")), keyID, digest, at[0]))
+RETURNING `+strings.Join(sqlEnrollKeys.Columns, ", ")), keyID, digest, at[0]))
 		if err != nil {
 			// A key whose networks cannot be read admits no join.
-			return readErr(what, err)
+			return s.db.ReadErr(what, err)
 		}
-		return insertIn(ctx, tx, what, s.q.insertHost, host)
+		return s.hosts.InsertIn(ctx, tx, what, host)
 	})
 	if err != nil {
 		return EnrollmentKey{}, err

@@ -1,9 +1,9 @@
 // This file holds the SQLStore itself: the dialects it serves, opening a
-// database (NewSQLStore, SQLiteDSN), and what every table's methods share:
-// the transactions, the queue of SQLite writes, the count of misses, and
-// the wrapping of errors. The schema is in sqlschema.go, the users in
-// sqlusers.go, the hosts in sqlhosts.go, the root-secret checks in
-// sqlkeys.go, and the columns' encoding in sqlrow.go.
+// database (NewSQLStore, SQLiteDSN) and the root-secret checks. Its tables
+// are in sqlusers.go, sqlhosts.go, sqlaccess.go and sqlenroll.go, each with
+// the mapping of its records to columns, and its broken records in
+// sqlrepair.go. Transactions, the queue of SQLite writes, the migrations
+// and the statements of a table are internal/sqldb's.
 
 package nmauth
 
@@ -12,11 +12,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"time"
 
-	"github.com/nmauth/nmauth/internal/sqlcol"
-	"github.com/nmauth/nmauth/internal/sqlmigrate"
+	"github.com/nmauth/nmauth/internal/sqldb"
 	"github.com/nmauth/nmauth/internal/sqlstmt"
 )
 
@@ -64,30 +61,24 @@ const (
 // Unix epoch itself. An empty TOTPSecret is stored as NULL and reads back
 // as nil.
 type SQLStore struct {
-	db      *sql.DB
-	dialect Dialect
-	q       sqlQueries
-	txOpts  *sql.TxOptions
-	// writes holds one token per writer allowed at a time. SQLite admits a
-	// single writer per database; queuing writers here rather than in
-	// SQLite's busy handler keeps waits fair and cancellable.
-	writes chan struct{}
-	// getUser and getHost are the reads of every login, prepared once
-	// (on each connection, as database/sql does) rather than parsed again
-	// by every call. They live as long as db.
-	getUser, getHost *sql.Stmt
-	// lockHostStmt and updateHostStmt are the statements of a batch of
-	// host updates, prepared as getHost is.
-	lockHostStmt, updateHostStmt *sql.Stmt
-	// getHostLogin is GetHostLogin's statement, prepared as getHost is.
+	db     *sqldb.DB
+	users  *sqldb.Table[User]
+	hosts  *sqldb.Table[Host]
+	tokens *sqldb.Table[AccessToken]
+	keys   *sqldb.Table[EnrollmentKey]
+	// getHostLogin is GetHostLogin's statement, prepared as the tables'
+	// reads of one record are (see sqldb.Table.Prepare).
 	getHostLogin *sql.Stmt
 }
 
 var (
-	_ Store          = (*SQLStore)(nil)
-	_ KeyCheckStore  = (*SQLStore)(nil)
-	_ HostBatchStore = (*SQLStore)(nil)
-	_ HostLoginStore = (*SQLStore)(nil)
+	_ Store              = (*SQLStore)(nil)
+	_ KeyCheckStore      = (*SQLStore)(nil)
+	_ HostBatchStore     = (*SQLStore)(nil)
+	_ HostLoginStore     = (*SQLStore)(nil)
+	_ AccessTokenStore   = (*SQLStore)(nil)
+	_ EnrollmentKeyStore = (*SQLStore)(nil)
+	_ RepairStore        = (*SQLStore)(nil)
 )
 
 var (
@@ -107,38 +98,24 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d Dialect) (*SQLStore, error) 
 	if db == nil {
 		return nil, errSQLNilDB
 	}
-	s := &SQLStore{db: db, dialect: d, q: newSQLQueries(d)}
-	switch d {
-	case DialectSQLite:
-		s.writes = make(chan struct{}, 1)
-		if err := sqlmigrate.ConnectSQLite(ctx, db, sqliteOpenWait); err != nil {
-			return nil, wrapSQL("open", err)
-		}
-	case DialectPostgres:
-		// Stated explicitly so that a server default of SERIALIZABLE or
-		// REPEATABLE READ cannot turn row-lock waits into failures.
-		s.txOpts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	default:
+	if d != DialectSQLite && d != DialectPostgres {
 		return nil, fmt.Errorf("%w %q", errSQLDialect, d)
 	}
-	if err := s.migrate(ctx); err != nil {
+	sdb, err := sqldb.Open(ctx, db, d == DialectPostgres,
+		sqldb.Errors{NotFound: ErrNotFound, Exists: ErrExists, Broken: ErrBrokenRecord})
+	if err != nil {
 		return nil, err
 	}
-	var err error
-	if s.getUser, err = db.PrepareContext(ctx, s.q.getUser); err != nil {
-		return nil, wrapSQL("prepare get user", err)
+	s := &SQLStore{db: sdb, users: sqlUsers.On(sdb), hosts: sqlHosts.On(sdb),
+		tokens: sqlAccessTokens.On(sdb), keys: sqlEnrollKeys.On(sdb)}
+	if err := s.users.Prepare(ctx, false); err != nil {
+		return nil, err
 	}
-	if s.getHost, err = db.PrepareContext(ctx, s.q.getHost); err != nil {
-		return nil, wrapSQL("prepare get host", err)
+	if err := s.hosts.Prepare(ctx, true); err != nil {
+		return nil, err
 	}
-	if s.getHostLogin, err = db.PrepareContext(ctx, hostLoginSQL(s.q)); err != nil {
-		return nil, wrapSQL("prepare get host login", err)
-	}
-	if s.lockHostStmt, err = db.PrepareContext(ctx, s.q.lockHost); err != nil {
-		return nil, wrapSQL("prepare lock host", err)
-	}
-	if s.updateHostStmt, err = db.PrepareContext(ctx, s.q.updateHost); err != nil {
-		return nil, wrapSQL("prepare update host", err)
+	if s.getHostLogin, err = db.PrepareContext(ctx, sdb.Rebind(sqlHostLoginQuery)); err != nil {
+		return nil, sqldb.Wrap("prepare get host login", err)
 	}
 	return s, nil
 }
@@ -155,143 +132,33 @@ func SQLiteDSN(path string) string {
 		"&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate"
 }
 
-// sqliteOpenWait is how long NewSQLStore tries again to open a SQLite
-// connection that SQLite refused as busy: the busy timeout of SQLiteDSN.
-const sqliteOpenWait = 5 * time.Second
-
-// listPage runs a page query, whose arguments are after and limit, and
-// scans its rows.
-func listPage[T any](ctx context.Context, db *sql.DB, what, query, after string, limit int, scan func(sqlcol.RowScanner) (T, error)) ([]T, error) {
-	if limit <= 0 {
-		return []T{}, ctx.Err()
+// Rebind writes the ? placeholders of query in the dialect's form: as
+// they are for SQLite, $1, $2, … for PostgreSQL. It counts every '?', so
+// it suits statements written with parameters only, with no '?' in a
+// literal or an identifier; the stores of nmauth's packages, and an
+// application's tables beside them, write theirs this way once for both
+// databases.
+func (d Dialect) Rebind(query string) string {
+	if d != DialectPostgres {
+		return query
 	}
-	rows, err := db.QueryContext(ctx, query, after, limit)
-	if err != nil {
-		return nil, wrapSQL(what, err)
-	}
-	defer rows.Close()
-	out := make([]T, 0, min(limit, 1024))
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil && !errors.Is(err, ErrBrokenRecord) {
-			return nil, wrapSQL(what, err)
-		}
-		// A broken record is listed, marked, in its place.
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrapSQL(what, err)
-	}
-	return out, nil
+	return sqlstmt.Numbered(query)
 }
 
-// insert runs an INSERT ... ON CONFLICT DO NOTHING and reports a row that
-// was not inserted as ErrExists. Letting the database decide keeps two
-// concurrent creates of one key correct without reading driver error codes.
-func (s *SQLStore) insert(ctx context.Context, what, query string, args []any) error {
-	return s.inTx(ctx, what, func(tx *sql.Tx) error { return insertIn(ctx, tx, what, query, args) })
+// KeyChecks implements [KeyCheckStore].
+func (s *SQLStore) KeyChecks(ctx context.Context) (map[string]string, error) {
+	return s.db.KeyChecks(ctx)
 }
 
-// insertIn runs an insert of sqlstmt.Insert in tx: ErrExists when its key is
-// taken.
-func insertIn(ctx context.Context, tx *sql.Tx, what, query string, args []any) error {
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return wrapSQL(what, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrapSQL(what, err)
-	}
-	if n == 0 {
-		return ErrExists
-	}
-	return nil
+// AddKeyCheck implements [KeyCheckStore].
+func (s *SQLStore) AddKeyCheck(ctx context.Context, keyID, check string) error {
+	return s.db.AddKeyCheck(ctx, keyID, check)
 }
 
-// inTx runs fn in a transaction and commits it if fn returns nil. fn's
-// error is returned as it is, so that errors from an update callback reach
-// the caller unchanged.
-func (s *SQLStore) inTx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
-	release, err := s.acquireWrite(ctx)
-	if err != nil {
-		return wrapSQL(what, err)
-	}
-	defer release()
-	tx, err := s.db.BeginTx(ctx, s.txOpts)
-	if err != nil {
-		return wrapSQL(what, err)
-	}
-	if err := fn(tx); errors.Is(err, errMissWritten) {
-		// An update of a missing record commits its write of the misses.
-		if err := tx.Commit(); err != nil {
-			return wrapSQL(what, err)
-		}
-		return ErrNotFound
-	} else if err != nil {
-		// The transaction is abandoned either way; fn's error is the one
-		// the caller needs.
-		_ = tx.Rollback()
-		return err
-	}
-	return wrapSQL(what, tx.Commit())
-}
+// HasAccounts implements [KeyCheckStore].
+func (s *SQLStore) HasAccounts(ctx context.Context) (bool, error) { return s.db.HasAccounts(ctx) }
 
-// errMissWritten tells inTx that an update found no record and wrote the
-// misses instead: it commits, and the caller gets ErrNotFound.
-var errMissWritten = errors.New("nmauth: sql store: missing record, miss written")
-
-// missSlots is how many rows nmauth_misses holds at most: the misses of
-// different keys take different rows, so that on PostgreSQL a flood of
-// unknown names does not queue on one row lock.
-const missSlots = 64
-
-// missWrite counts an update of the missing key in nmauth_misses, in the
-// transaction that looked for it, and returns errMissWritten. So an update
-// of a missing record writes and commits one row as an update of one that
-// exists does: a failed login of an unknown name costs the Store what a
-// wrong password of a known one costs, and its time tells nothing of
-// whether the name is held.
-func (s *SQLStore) missWrite(ctx context.Context, tx *sql.Tx, key string) error {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	slot := int64(h.Sum32() % missSlots)
-	if _, err := tx.ExecContext(ctx, s.q.missWrite, slot); err != nil {
-		return wrapSQL("count a miss", err)
-	}
-	return errMissWritten
-}
-
-// acquireWrite waits for this store's turn to write, or for ctx to end.
-func (s *SQLStore) acquireWrite(ctx context.Context) (release func(), err error) {
-	if s.writes == nil {
-		return func() {}, ctx.Err()
-	}
-	select {
-	case s.writes <- struct{}{}:
-		return func() { <-s.writes }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// wrapSQL prefixes an unexpected error with the operation that failed; it
-// returns nil for nil.
-func wrapSQL(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("nmauth: sql store: %s: %w", what, err)
-}
-
-// readErr maps a missing row to ErrNotFound; a broken record's error is
-// returned as it is, since it names the record and the column.
-func readErr(what string, err error) error {
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return ErrNotFound
-	case errors.Is(err, ErrBrokenRecord):
-		return err
-	}
-	return wrapSQL(what, err)
+// sealedKeyIDs implements keyIDCounter (see sqldb.DB.SealedKeyIDs).
+func (s *SQLStore) sealedKeyIDs(ctx context.Context) (map[string]int, error) {
+	return s.db.SealedKeyIDs(ctx)
 }

@@ -1,91 +1,64 @@
 // This file holds the SQLStore's users: the Store methods on
-// nmauth_users and the encoding of a User to its row and back.
+// nmauth_users and the mapping of a User to its row and back.
 
 package nmauth
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
-	"errors"
 
 	"github.com/nmauth/nmauth/internal/sqlcol"
+	"github.com/nmauth/nmauth/internal/sqldb"
 )
+
+// sqlUsers is nmauth_users; userArgs and scanUser follow the order of its
+// columns.
+var sqlUsers = sqldb.Table[User]{
+	Name: "nmauth_users", Noun: "user",
+	Columns: []string{
+		"name", "password_hash", "disabled",
+		"totp_secret", "totp_last_step", "totp_failures", "totp_blocked_until",
+		"preauth_id", "preauth_failures", "recovery_codes",
+		"password_failures", "password_blocked_until", "password_clients",
+		"generation", "created_at", "logged_out",
+	},
+	Bind: userArgs, Scan: scanUser, Key: func(u User) string { return u.Name },
+}
 
 // GetUser implements [Store].
 func (s *SQLStore) GetUser(ctx context.Context, name string) (User, error) {
-	u, err := scanUser(s.getUser.QueryRowContext(ctx, name))
-	if err != nil {
-		return User{}, readErr("get user", err)
-	}
-	return u, nil
+	return s.users.Get(ctx, name)
 }
 
 // ListUsers implements [Store] with one keyset query: the page starts
 // after the last key of the one before, found in the key's index, so every
 // page costs the same however deep into the table it is.
 func (s *SQLStore) ListUsers(ctx context.Context, after string, limit int) ([]User, error) {
-	return listPage(ctx, s.db, "list users", s.q.listUsers, after, limit, scanUser)
+	return s.users.Page(ctx, after, limit)
 }
 
 // CreateUser implements [Store].
-func (s *SQLStore) CreateUser(ctx context.Context, u User) error {
-	args, err := userArgs(u)
-	if err != nil {
-		return err
-	}
-	return s.insert(ctx, "create user", s.q.insertUser, args)
-}
+func (s *SQLStore) CreateUser(ctx context.Context, u User) error { return s.users.Create(ctx, u) }
 
 // UpdateUser implements [Store]. It runs in one transaction that holds the
 // row's write lock from the read to the commit.
 func (s *SQLStore) UpdateUser(ctx context.Context, name string, fn func(*User) error) error {
-	return s.inTx(ctx, "update user", func(tx *sql.Tx) error {
-		u, err := scanUser(tx.QueryRowContext(ctx, s.q.lockUser, name))
-		if errors.Is(err, sql.ErrNoRows) {
-			return s.missWrite(ctx, tx, name)
-		}
-		if err != nil {
-			return readErr("update user", err)
-		}
-		if err := fn(&u); err != nil {
-			return err
-		}
-		args, err := userArgs(u)
-		if err != nil {
-			return err
-		}
-		// The key is left out of the SET list, so fn cannot move the record.
-		_, err = tx.ExecContext(ctx, s.q.updateUser, append(args[1:], name)...)
-		return wrapSQL("update user", err)
-	})
+	return s.users.Update(ctx, name, fn)
 }
 
 // DeleteUser implements [Store].
 func (s *SQLStore) DeleteUser(ctx context.Context, name string) error {
-	return s.inTx(ctx, "delete user", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.q.deleteUser, name)
-		return wrapSQL("delete user", err)
-	})
+	return s.users.Delete(ctx, name)
 }
 
-// userArgs returns u's column values in the order of sqlUserColumns.
+// userArgs returns u's column values in the order of sqlUsers.Columns.
 func userArgs(u User) ([]any, error) {
-	codes, err := json.Marshal(u.RecoveryCodes)
-	if err != nil {
-		return nil, wrapSQL("encode recovery codes", err)
-	}
-	clients, err := encodeList(u.State.v.PasswordClients, "client failures")
-	if err != nil {
-		return nil, err
-	}
-	times, err := encodeTimes(u.State.v.TOTPBlockedUntil, u.State.v.PasswordBlockedUntil, u.CreatedAt)
-	if err != nil {
-		return nil, err
-	}
-	loggedOut, err := encodeList(u.State.v.LoggedOut, "logged-out tokens")
-	if err != nil {
-		return nil, err
+	var e sqlcol.Encoder
+	codes := sqlcol.EncodeNullableListTo(&e, u.RecoveryCodes, "recovery codes")
+	clients := sqlcol.EncodeListTo(&e, u.State.v.PasswordClients, "client failures")
+	times := e.Times(u.State.v.TOTPBlockedUntil, u.State.v.PasswordBlockedUntil, u.CreatedAt)
+	loggedOut := sqlcol.EncodeListTo(&e, u.State.v.LoggedOut, "logged-out tokens")
+	if e.Err != nil {
+		return nil, e.Err
 	}
 	var secret any // NULL unless there is a secret
 	if len(u.TOTPSecret) > 0 {
@@ -94,22 +67,18 @@ func userArgs(u User) ([]any, error) {
 	return []any{
 		u.Name, u.PasswordHash, u.Disabled,
 		secret, u.State.v.TOTPLastStep, u.State.v.TOTPFailures, times[0],
-		u.State.v.PreAuthID, u.State.v.PreAuthFailures, string(codes),
+		u.State.v.PreAuthID, u.State.v.PreAuthFailures, codes,
 		u.State.v.PasswordFailures, times[1], clients,
 		int64(u.State.v.Generation), times[2], loggedOut,
 	}, nil
 }
 
-// scanUser reads a user's row. A column of the wrong type, or a JSON
+// scanUser reads the cells of a user's row. A column of the wrong type, or a JSON
 // column that does not decode, is left at its zero value and named in
 // the record's Broken, and the error is then a *BrokenRecordError for the
 // first such column, returned with the record so that a listing can show
 // it.
-func scanUser(row sqlcol.RowScanner) (User, error) {
-	c, err := sqlcol.ScanCells(row, len(sqlUserColumns))
-	if err != nil {
-		return User{}, err
-	}
+func scanUser(c []sqlcol.Cell) (User, error) {
 	var u User
 	var d sqlcol.Decoder
 	u.Name = d.KeyText(c[0])

@@ -2,6 +2,8 @@ package sqlcol
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -122,3 +124,20 @@ func DecodeNullableList[T any](d *Decoder, column string, c Cell, v *[]T) {
 	d.check(column, err)
 	*v = vs
 }
+
+// RowError is the error of a record with several broken columns: Errs
+// holds the error of each, in the order of Columns. errors.As and
+// errors.Is look into each of them, the first column's first.
+type RowError struct {
+	Columns []string
+	Errs    []error
+}
+
+// Error is the first column's error followed by the names of every
+// broken column.
+func (e *RowError) Error() string {
+	return fmt.Sprintf("%v (broken columns: %s)", e.Errs[0], strings.Join(e.Columns, ", "))
+}
+
+// Unwrap returns the error of each broken column.
+func (e *RowError) Unwrap() []error { return e.Errs }

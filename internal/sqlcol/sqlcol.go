@@ -144,14 +144,15 @@ func List[T any](v any, nullOK bool) ([]T, error) {
 	return vs, nil
 }
 
-// EncodeList writes a list column as JSON, "[]" for none.
-func EncodeList[T any](vs []T) (string, error) {
+// EncodeList writes a list column as JSON, "[]" for none; what names the
+// list in the error of one that does not encode.
+func EncodeList[T any](vs []T, what string) (string, error) {
 	if vs == nil {
 		vs = []T{}
 	}
 	b, err := json.Marshal(vs)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("nmauth: sql store: encode %s: %w", what, err)
 	}
 	return string(b), nil
 }

@@ -102,7 +102,7 @@ func TestKey(t *testing.T) {
 // what it wrote.
 func TestEncodeList(t *testing.T) {
 	for _, vs := range [][]string{nil, {}, {"a", "b"}} {
-		s, err := EncodeList(vs)
+		s, err := EncodeList(vs, "list")
 		if err != nil {
 			t.Fatal(err)
 		}

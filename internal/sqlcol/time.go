@@ -1,6 +1,13 @@
 package sqlcol
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrTimeRange is the error of a time that Nanos refuses.
+var ErrTimeRange = errors.New("nmauth: sql store: time out of range")
 
 // Nanos is t as the store keeps it, in Unix nanoseconds, 0 for the zero
 // time. A time that would not read back equal is refused (false) rather
@@ -23,4 +30,18 @@ func Time(n int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
+}
+
+// EncodeTimes converts each time with Nanos, or fails with ErrTimeRange
+// for the first that Nanos refuses.
+func EncodeTimes(ts ...time.Time) ([]int64, error) {
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		n, ok := Nanos(t)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", ErrTimeRange, t.UTC().Format(time.RFC3339Nano))
+		}
+		out[i] = n
+	}
+	return out, nil
 }

@@ -1,8 +1,9 @@
-// Package sqlrepair holds the repairs of the columns that nmauth's
-// SQLStore can find broken: for each kind of record and each column, the
-// statement that resets the column to a safe value, and its arguments.
-// Finding the broken columns, and reading a record again under its lock
-// before a repair, are the store's.
+// Package sqlrepair holds the scan for the records that nmauth's SQLStore
+// cannot decode, in batches of one page of one kind of record ([Scan]),
+// and the repairs of their columns: for each kind of record and each
+// column, the statement that resets the column to a safe value, and its
+// arguments ([Table]). Which columns of a record are broken, and reading
+// a record again under its lock before a repair, are the store's.
 package sqlrepair
 
 import (
