@@ -19,7 +19,6 @@ import (
 const accessTokenPrefix = "nmauth_at_"
 
 const (
-	accessCheckBytes = keyed.CheckBytes
 	// maxAccessTokenName bounds a token's label, in characters.
 	maxAccessTokenName = 64
 	// maxTokenNetworks bounds the networks of one token's scope.
@@ -27,8 +26,6 @@ const (
 	// touchEvery is how often at most a replica records a token's use.
 	touchEvery = time.Minute
 )
-
-var accessEncoding = keyed.Encoding
 
 // errNoAccessToken is an access-token id that names no token; 404 over
 // HTTP.

@@ -50,10 +50,6 @@ func accountThrottled() error {
 	return &RetryError{Reason: ErrThrottled, RetryAfter: overloadRetryAfter}
 }
 
-// clientOfContext is the client address of ctx as attempts are counted
-// (see [clientaddr.Counted]).
-func clientOfContext(ctx context.Context) netip.Addr { return clientaddr.Counted(ctx) }
-
 // ClientGroup is the client group of a request, as the login gates share
 // their turns: the IPv4 /24 or IPv6 /56 of the client address that
 // [Authenticator.Limit] or [WithClientAddr] named in ctx; the zero Prefix

@@ -38,15 +38,6 @@ func hostAccount(h *Host) account {
 		failures: &h.State.v.PasswordFailures, blocked: &h.State.v.PasswordBlockedUntil, clients: &h.State.v.PasswordClients}
 }
 
-// grantAttempt undoes the counting of a login that succeeded and marks
-// its client as known to the account.
-func grantAttempt(acc account, client string) { attempt.Grant(acc.counts, client) }
-
-// clientEntry is [attempt.Entry]: client's entry, added if needed.
-func clientEntry(clients *[]state.Client, client string) *state.Client {
-	return attempt.Entry(clients, client)
-}
-
 // WithClientAddr returns a copy of ctx naming the client address of a
 // login, which [Authenticator.LoginUser], [Authenticator.LoginHost] and
 // [Authenticator.LoginNode] count attempts against. The handler sets it

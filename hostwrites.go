@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/attempt"
 	"github.com/nmauth/nmauth/internal/batch"
 	"github.com/nmauth/nmauth/internal/state"
 )
@@ -100,10 +101,10 @@ func (w *hostWrite) applyTo(h *Host) (asRead bool, err error) {
 		return false, ErrInvalidCredentials
 	}
 	if w.failures == *acc.failures && w.blocked.Equal(*acc.blocked) && sameClients(w.clients, *acc.clients) {
-		grantAttempt(acc, w.client)
+		attempt.Grant(acc.counts, w.client)
 		asRead = h.State.v.Generation == w.generation
 	} else {
-		clientEntry(acc.clients, w.client).Known = true
+		attempt.Entry(acc.clients, w.client).Known = true
 	}
 	if w.credential != "" {
 		*acc.hash = w.credential

@@ -26,9 +26,6 @@ func PrepareHostID(id string) (string, error) {
 	return "", ErrInvalidHost
 }
 
-// isUUID reports whether s is a UUID in its 8-4-4-4-12 hex form.
-func isUUID(s string) bool { return names.IsUUID(s) }
-
 // prepareMAC returns a MAC address in canonical form, or "" for "".
 func prepareMAC(mac string) (string, error) {
 	if m, ok := names.MAC(mac); ok {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nmauth/nmauth/internal/keyed"
 	"github.com/nmauth/nmauth/internal/tokencache"
 )
 
@@ -178,8 +179,8 @@ func newTokenEntry(sig *[32]byte, p *Principal, account, token *accountRef[accou
 func tokenSignature(token string) (sig [32]byte, ok bool) {
 	if strings.HasPrefix(token, accessTokenPrefix) {
 		check := token[strings.LastIndexByte(token, '_')+1:]
-		n, err := accessEncoding.Decode(sig[:], []byte(check))
-		return sig, err == nil && n == accessCheckBytes
+		n, err := keyed.Encoding.Decode(sig[:], []byte(check))
+		return sig, err == nil && n == keyed.CheckBytes
 	}
 	return sig, tokencache.DecodeSignature(token[strings.LastIndexByte(token, '.')+1:], &sig)
 }
